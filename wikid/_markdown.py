@@ -259,49 +259,68 @@ def render(text: str, spans: list[_Span]) -> str:
     return _SPACES.sub(" ", prose).strip()
 
 
-def _context(text: str, spans: list[_Span], at: int, whole: bool) -> str:
-    """The text around a link: all of it when ``whole`` and short, else the sentence."""
-    if not (whole and len(text) <= CONTEXT_MAX):
-        start, end = 0, len(text)
-        for m in _SENTENCE_END.finditer(text):
-            if any(s.start < m.start() < s.end for s in spans):
-                continue
-            if m.end() <= at:
-                start = m.end()
-            elif m.start() >= at:
-                end = m.end()
-                break
-        inner = [_Span(s.start - start, s.end - start, s.text)
-                 for s in spans if start <= s.start and s.end <= end]
-        rendered = render(text[start:end], inner)
-        return rendered if len(rendered) <= 2 * CONTEXT_MAX else rendered[: 2 * CONTEXT_MAX] + "…"
-    return render(text, spans)
+def _sentence_cuts(text: str, spans: list[_Span]) -> list[int]:
+    """Offsets where sentences start; a '.' inside a link's text is no sentence end."""
+    starts = [sp.start for sp in spans]
+    cuts = [0]
+    for m in _SENTENCE_END.finditer(text):
+        k = bisect.bisect_right(starts, m.start()) - 1
+        if k >= 0 and spans[k].end > m.start():
+            continue
+        cuts.append(m.end())
+    return cuts
 
 
 class _Paragraph:
     """Lines of one paragraph or list item, so a link's context is a whole sentence
-    even when the writer hard-wrapped it."""
+    even when the writer hard-wrapped it. Work is linear in the paragraph's size:
+    sentence cuts are found once, and each sentence is rendered once."""
 
     def __init__(self) -> None:
-        self.text = ""
+        self.parts: list[str] = []
+        self.size = 0
         self.spans: list[_Span] = []
         self.links: list[tuple[RawLink, int]] = []
         self.is_item = False
 
     def add(self, text: str, spans: list[_Span], links: list[tuple[RawLink, int]]) -> None:
-        base = len(self.text) + (1 if self.text else 0)
-        self.text = f"{self.text} {text}" if self.text else text
-        self.spans += [_Span(s.start + base, s.end + base, s.text) for s in spans]
+        base = self.size + (1 if self.parts else 0)
+        self.parts.append(text)
+        self.size = base + len(text)
+        self.spans += [_Span(sp.start + base, sp.end + base, sp.text) for sp in spans]
         self.links += [(link, at + base) for link, at in links]
 
     def flush(self, out: list[RawLink]) -> None:
-        text = self.text
-        block = _block_id(text)
-        if block:
-            text = text[: text.rstrip().rfind("^")].rstrip()
-        for link, at in self.links:
-            out.append(dataclasses.replace(link, context=_context(text, self.spans, at, self.is_item)))
+        if self.links:
+            text = " ".join(self.parts)
+            if _block_id(text):
+                text = text[: text.rstrip().rfind("^")].rstrip()
+            if self.is_item and len(text) <= CONTEXT_MAX:
+                whole = render(text, self.spans)
+                out.extend(dataclasses.replace(link, context=whole) for link, _ in self.links)
+            else:
+                self._sentences(text, out)
         self.__init__()  # type: ignore[misc]
+
+    def _sentences(self, text: str, out: list[RawLink]) -> None:
+        cuts = _sentence_cuts(text, self.spans)
+        starts = [sp.start for sp in self.spans]
+        rendered: dict[int, str] = {}
+        for link, at in self.links:
+            j = bisect.bisect_right(cuts, at) - 1
+            if j not in rendered:
+                start, end = cuts[j], cuts[j + 1] if j + 1 < len(cuts) else len(text)
+                lo, hi = bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)
+                inner = [
+                    _Span(sp.start - start, sp.end - start, sp.text)
+                    for sp in self.spans[lo:hi]
+                    if sp.end <= end
+                ]
+                prose = render(text[start:end], inner)
+                rendered[j] = (
+                    prose if len(prose) <= 2 * CONTEXT_MAX else prose[: 2 * CONTEXT_MAX] + "…"
+                )
+            out.append(dataclasses.replace(link, context=rendered[j]))
 
 
 def _strip_containers(line: str) -> tuple[int, str]:
@@ -346,8 +365,13 @@ def scan(body: str, first_line: int = 1) -> ScanResult:
                 continue
         blank = not line.strip()
         indented = line.startswith(("    ", "\t"))
-        if scanner.state is None and indented and not blank and (prev_blank or prev_code) \
-                and not in_list:
+        if (
+            scanner.state is None
+            and indented
+            and not blank
+            and (prev_blank or prev_code)
+            and not in_list
+        ):
             result.ignored_links += line.count("[[")
             prev_code = True
             continue
@@ -367,7 +391,7 @@ def scan(body: str, first_line: int = 1) -> ScanResult:
         hits, tags, ignored = scanner.scan(line)
         result.ignored_links += ignored
         spans = _spans(line, hits)
-        if heading or item_start or stripped.startswith("|") or para.is_item and not indented:
+        if heading or item_start or stripped.startswith("|") or (para.is_item and not indented):
             para.flush(result.links)
         para.is_item = para.is_item or item_start
         if heading:
@@ -386,7 +410,9 @@ def scan(body: str, first_line: int = 1) -> ScanResult:
         if heading:
             offset = heading.start(2) if heading.group(2) else len(line)
             item = line[offset:]
-        item_spans = [_Span(s.start - offset, s.end - offset, s.text) for s in spans if s.start >= offset]
+        item_spans = [
+            _Span(s.start - offset, s.end - offset, s.text) for s in spans if s.start >= offset
+        ]
         path = tuple(t for _, t in section)
         found = []
         for start, end, kind in hits:
@@ -419,8 +445,9 @@ def _spans(line: str, hits: list[tuple[int, int, str]]) -> list[_Span]:
     return spans
 
 
-def _make_link(line: str, start: int, end: int, kind: str, lineno: int,
-               section: tuple[str, ...]) -> RawLink | None:
+def _make_link(
+    line: str, start: int, end: int, kind: str, lineno: int, section: tuple[str, ...]
+) -> RawLink | None:
     embed = kind.endswith("!")
     if kind.startswith("wiki"):
         inner = line[start + (3 if embed else 2) : end - 2]

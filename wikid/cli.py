@@ -27,7 +27,9 @@ def main() -> None:
 
 def _vault_option(f: Any) -> Any:
     return click.option(
-        "--vault", "vault", required=True,
+        "--vault",
+        "vault",
+        required=True,
         type=click.Path(exists=True, file_okay=False, path_type=Path),
         help="The vault folder (the one holding .obsidian/).",
     )(f)

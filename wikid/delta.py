@@ -29,8 +29,18 @@ class Delta:
     notes_removed: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
-        return any((self.nodes_added, self.nodes_changed, self.nodes_removed, self.edges_added,
-                    self.edges_changed, self.edges_removed, self.notes_changed, self.notes_removed))
+        return any(
+            (
+                self.nodes_added,
+                self.nodes_changed,
+                self.nodes_removed,
+                self.edges_added,
+                self.edges_changed,
+                self.edges_removed,
+                self.notes_changed,
+                self.notes_removed,
+            )
+        )
 
     def summary(self) -> dict[str, int]:
         return {
@@ -45,8 +55,12 @@ class Delta:
         }
 
 
-def diff(before_nodes: dict[NodeId, Attrs], after_nodes: dict[NodeId, Attrs],
-         before_edges: dict[EdgeKey, Attrs], after_edges: dict[EdgeKey, Attrs]) -> Delta:
+def diff(
+    before_nodes: dict[NodeId, Attrs],
+    after_nodes: dict[NodeId, Attrs],
+    before_edges: dict[EdgeKey, Attrs],
+    after_edges: dict[EdgeKey, Attrs],
+) -> Delta:
     """Delta between two snapshots of the same region of the graph."""
     delta = Delta()
     for n, attrs in after_nodes.items():

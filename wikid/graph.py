@@ -22,6 +22,7 @@ from typing import Any
 
 import networkx as nx
 
+from wikid._markdown import RawLink
 from wikid.delta import Attrs, Delta, EdgeKey, diff
 from wikid.note import Note
 from wikid.resolve import FileIndex, Resolution, alias_key, file_key, link_keys, resolve
@@ -89,7 +90,8 @@ class VaultGraph:
                 note = read_note(self.root, f, self.options)
                 old = self.notes.get(f)
                 if (note is None and old is None) or (
-                        note is not None and old is not None and note.digest == old.digest):
+                    note is not None and old is not None and note.digest == old.digest
+                ):
                     continue
                 notes_new[f] = note
             else:
@@ -113,7 +115,7 @@ class VaultGraph:
             else:
                 self._set_deps(s, set())
         for n in list(touched):
-            if n in self.g and n.startswith((GHOST, TAG)) and self.g.in_degree(n) == 0:
+            if n in self.g and n.startswith((GHOST, TAG)) and not self.g.pred[n]:
                 self.g.remove_node(n)
 
         after_edges = self._out_edges(affected, touched)
@@ -207,9 +209,21 @@ class VaultGraph:
             tid = TAG + tag.lower()
             if tid not in self.g:
                 self.g.add_node(tid, **_plain_attrs("tag", tag.lower(), None))
-            self.g.add_edge(source, tid, key=tid, kind="tag", heading=None, block=None,
-                            display=None, ambiguous=False, line=None, section=[], context="",
-                            markdown=False, alias_of=None)
+            self.g.add_edge(
+                source,
+                tid,
+                key=tid,
+                kind="tag",
+                heading=None,
+                block=None,
+                display=None,
+                ambiguous=False,
+                line=None,
+                section=[],
+                context="",
+                markdown=False,
+                alias_of=None,
+            )
         self._set_deps(source, keys)
 
     def _set_deps(self, source: str, keys: set[str]) -> None:
@@ -225,7 +239,7 @@ class VaultGraph:
             self._note_keys[source] = keys
 
 
-def _edge_attrs(link: Any, r: Resolution) -> Attrs:
+def _edge_attrs(link: RawLink, r: Resolution) -> Attrs:
     to_note = r.path is None or is_note(r.path)
     sub = link.subpath if to_note else ""  # a '#' on a file is a fragment, never a heading
     block = sub[1:] if sub.startswith("^") else None
@@ -246,14 +260,29 @@ def _edge_attrs(link: Any, r: Resolution) -> Attrs:
 def to_json(g: nx.MultiDiGraph) -> dict[str, list[dict[str, Any]]]:
     """The graph as ``wikid graph --json`` prints it: sorted, so it diffs cleanly."""
     nodes = [
-        {"id": n, "kind": d["kind"], "title": d["title"], "aliases": d["aliases"],
-         "tags": d["tags"], "path": d["path"]}
+        {
+            "id": n,
+            "kind": d["kind"],
+            "title": d["title"],
+            "aliases": d["aliases"],
+            "tags": d["tags"],
+            "path": d["path"],
+        }
         for n, d in sorted(g.nodes(data=True))
     ]
     edges = [
-        {"source": u, "target": v, "kind": d["kind"], "heading": d["heading"], "block": d["block"],
-         "display": d["display"], "ambiguous": d["ambiguous"], "line": d["line"],
-         "context": d["context"], "alias_of": d["alias_of"]}
+        {
+            "source": u,
+            "target": v,
+            "kind": d["kind"],
+            "heading": d["heading"],
+            "block": d["block"],
+            "display": d["display"],
+            "ambiguous": d["ambiguous"],
+            "line": d["line"],
+            "context": d["context"],
+            "alias_of": d["alias_of"],
+        }
         for u, v, k, d in sorted(g.edges(keys=True, data=True), key=lambda e: (e[0], e[2], e[1]))
     ]
     return {"nodes": nodes, "edges": edges}

@@ -9,7 +9,6 @@ and ``wikid status`` can tell the user why.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import re
 from dataclasses import dataclass, field
@@ -23,7 +22,9 @@ from wikid._markdown import RawLink, render, scan, split_subpath
 _FM_LINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 _FM_KEY = re.compile(r"([^\s:#-][^:]*):(?:[ \t]+(.*))?$")
 _FM_ITEM = re.compile(r"[ \t]*-[ \t]+(.*)$")
-_RESERVED = frozenset({"aliases", "alias", "tags", "tag", "title", "type", "summary", "description"})
+_RESERVED = frozenset(
+    {"aliases", "alias", "tags", "tag", "title", "type", "summary", "description"}
+)
 
 
 def digest(data: bytes) -> str:
@@ -76,7 +77,9 @@ def decode(data: bytes) -> tuple[str | None, str | None]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         text = data.decode("latin-1")
-        warning = "; ".join(w for w in (warning, f"not valid UTF-8 (byte {exc.start}); read as Latin-1") if w)
+        warning = "; ".join(
+            w for w in (warning, f"not valid UTF-8 (byte {exc.start}); read as Latin-1") if w
+        )
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text, warning
@@ -192,8 +195,17 @@ def _property_links(props: dict[str, Any], fm_text: str) -> list[RawLink]:
             target, sub = split_subpath(target_part)
             shown = display.strip() if bar else target.strip()
             context = f"{key}: {render(shown, [])}"
-            links.append(RawLink(key, target.strip(), sub.strip(), display.strip() if bar else None,
-                                 line, (), context))
+            links.append(
+                RawLink(
+                    key,
+                    target.strip(),
+                    sub.strip(),
+                    display.strip() if bar else None,
+                    line,
+                    (),
+                    context,
+                )
+            )
     return links
 
 
@@ -202,8 +214,12 @@ def _link_texts(value: Any) -> list[str]:
         return [m.group(1) for m in _FM_LINK.finditer(value)]
     if isinstance(value, list):
         # An unquoted ``up: [[Note]]`` loads as [["Note"]]: recover it as a link.
-        if len(value) == 1 and isinstance(value[0], list) and len(value[0]) == 1 \
-                and isinstance(value[0][0], str):
+        if (
+            len(value) == 1
+            and isinstance(value[0], list)
+            and len(value[0]) == 1
+            and isinstance(value[0][0], str)
+        ):
             return [value[0][0]]
         out: list[str] = []
         for item in value:
@@ -212,8 +228,9 @@ def _link_texts(value: Any) -> list[str]:
     return []
 
 
-def _parse_text(path: str, text: str, content_digest: str, warning: str | None,
-                legacy_alias: bool) -> Note:
+def _parse_text(
+    path: str, text: str, content_digest: str, warning: str | None, legacy_alias: bool
+) -> Note:
     fm_text, body, body_line = _split_frontmatter(text)
     props: dict[str, Any] = {}
     errors = [warning] if warning else []
@@ -225,7 +242,9 @@ def _parse_text(path: str, text: str, content_digest: str, warning: str | None,
     alias_values = _string_list(props.get("aliases"), split=False)
     if legacy_alias:
         alias_values += _string_list(props.get("alias"), split=False)
-    tag_values = _string_list(props.get("tags"), split=True) + _string_list(props.get("tag"), split=True)
+    tag_values = _string_list(props.get("tags"), split=True) + _string_list(
+        props.get("tag"), split=True
+    )
     tags = _dedupe([t.lstrip("#") for t in tag_values if t.lstrip("#")] + scanned.tags)
     title = props.get("title")
     summary = props.get("summary") or props.get("description")
@@ -233,11 +252,15 @@ def _parse_text(path: str, text: str, content_digest: str, warning: str | None,
     links = _property_links(props, fm_text or "") + list(scanned.links)
     return Note(
         path=path,
-        title=str(title).strip() if isinstance(title, str | int | float) and str(title).strip() else stem(path),
+        title=str(title).strip()
+        if isinstance(title, str | int | float) and str(title).strip()
+        else stem(path),
         digest=content_digest,
         aliases=_dedupe(alias_values),
         tags=tags,
-        type=str(note_type).strip() if isinstance(note_type, str | int | float) and str(note_type).strip() else None,
+        type=str(note_type).strip()
+        if isinstance(note_type, str | int | float) and str(note_type).strip()
+        else None,
         summary=str(summary).strip() if isinstance(summary, str) and summary.strip() else None,
         properties={k: v for k, v in props.items() if k not in _RESERVED},
         links=tuple(links),
@@ -249,7 +272,3 @@ def _parse_text(path: str, text: str, content_digest: str, warning: str | None,
         ignored_links=scanned.ignored_links,
         error="; ".join(errors) or None,
     )
-
-
-def replace(note: Note, **changes: Any) -> Note:
-    return dataclasses.replace(note, **changes)

@@ -112,7 +112,9 @@ def resolve(index: FileIndex, target: str, source: str) -> Resolution:
         folded = _relative(t, source)
         if folded is not None:
             for interp in (folded + ".md", folded):
-                exact = sorted(p for p in index.by_key.get(file_key(interp), ()) if fold(p) == interp)
+                exact = sorted(
+                    p for p in index.by_key.get(file_key(interp), ()) if fold(p) == interp
+                )
                 if exact:
                     return Resolution(exact[0], ambiguous=len(exact) > 1)
         return _ghost(index, target)
@@ -124,7 +126,9 @@ def resolve(index: FileIndex, target: str, source: str) -> Resolution:
     return _ghost(index, target)
 
 
-def _pick(paths: set[str] | tuple[()], interp: str, as_written: str, source: str) -> Resolution | None:
+def _pick(
+    paths: set[str] | tuple[()], interp: str, as_written: str, source: str
+) -> Resolution | None:
     candidates = [p for p in paths if fold(p) == interp or fold(p).endswith("/" + interp)]
     if not candidates:
         return None

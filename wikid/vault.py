@@ -58,7 +58,7 @@ class VaultFilter:
                         continue
                 else:  # Obsidian's plain entries are path prefixes
                     patterns.append("/" + entry.lstrip("/") + ("" if entry.endswith("/") else "*"))
-        self._spec = pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+        self._spec = pathspec.PathSpec.from_lines("gitignore", patterns)
 
     def ignored(self, rel: str) -> bool:
         parts = rel.split("/")
@@ -78,8 +78,9 @@ def _user_ignore_filters(root: Path) -> list[str]:
     return [f for f in filters if isinstance(f, str) and f] if isinstance(filters, list) else []
 
 
-def walk(root: Path, filt: VaultFilter, under: str = "",
-         errors: dict[str, str] | None = None) -> Iterator[str]:
+def walk(
+    root: Path, filt: VaultFilter, under: str = "", errors: dict[str, str] | None = None
+) -> Iterator[str]:
     """Vault-relative POSIX paths of every file below ``under``, sorted per folder.
 
     Symlinked folders are not followed, so a symlink loop cannot hang the scan.
@@ -88,7 +89,11 @@ def walk(root: Path, filt: VaultFilter, under: str = "",
 
     def onerror(exc: OSError) -> None:
         if errors is not None and exc.filename:
-            rel = Path(exc.filename).relative_to(root).as_posix() if Path(exc.filename).is_relative_to(root) else str(exc.filename)
+            rel = (
+                Path(exc.filename).relative_to(root).as_posix()
+                if Path(exc.filename).is_relative_to(root)
+                else str(exc.filename)
+            )
             errors[rel] = f"cannot list folder: {exc.strerror or exc}"
 
     for dirpath, dirnames, filenames in os.walk(start, onerror=onerror, followlinks=False):
@@ -115,8 +120,11 @@ def read_note(root: Path, rel: str, options: VaultOptions) -> Note | None:
     if not os.path.isfile(path):
         return None
     if st.st_size > options.max_note_bytes:
-        return rejected_note(rel, f"too large: {st.st_size} bytes (limit {options.max_note_bytes})",
-                             f"size:{st.st_size}:{st.st_mtime_ns}")
+        return rejected_note(
+            rel,
+            f"too large: {st.st_size} bytes (limit {options.max_note_bytes})",
+            f"size:{st.st_size}:{st.st_mtime_ns}",
+        )
     try:
         with open(path, "rb") as fh:
             data = fh.read(options.max_note_bytes + 1)

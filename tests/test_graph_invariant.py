@@ -1,0 +1,208 @@
+"""The core invariant: the incrementally maintained graph equals a rebuild.
+
+Random create/edit/rename/move/delete/alias-change sequences run on a small
+generated vault with duplicate basenames, case-only renames and folder
+moves. After every step the graph must equal ``VaultGraph.load`` of the same
+files, and replaying the returned delta on the previous state must give the
+same graph too (the sink sees only deltas).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from graphtools import assert_same, delete, move, replay, snapshot, write
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from wikid.graph import VaultGraph
+
+FOLDERS = ["", "A/", "B/", "A/Sub/"]
+NAMES = ["Alpha", "alpha", "Beta", "Gamma", "Node.js", "Delta Note"]
+LINKS = [
+    "[[Alpha]]",
+    "[[alpha|a]]",
+    "[[A/Alpha]]",
+    "[[Sub/Beta]]",
+    "[[../Beta]]",
+    "[[./Gamma]]",
+    "[[Beta#Heading]]",
+    "[[Gamma#^blk]]",
+    "[[#Local]]",
+    "[[AliasX]]",
+    "[[Other alias]]",
+    "![[pic.png|100]]",
+    "![[B/pic.png]]",
+    "[md](Beta.md)",
+    "[sp](Delta%20Note.md)",
+    "[[Node.js]]",
+    "[[Missing]]",
+    "[[Delta Note.md]]",
+    "#tag1",
+    "#Tag1/sub",
+    "`[[Code]]`",
+]
+ALIASES = ["AliasX", "Other alias", "beta"]
+
+paths = st.builds(lambda f, n: f"{f}{n}.md", st.sampled_from(FOLDERS), st.sampled_from(NAMES))
+bodies = st.builds(
+    lambda links, aliases, prop: _note_text(links, aliases, prop),
+    st.lists(st.sampled_from(LINKS), max_size=5),
+    st.lists(st.sampled_from(ALIASES), max_size=2, unique=True),
+    st.sampled_from([None, "[[Alpha]]", "[[Beta]]"]),
+)
+
+
+def _note_text(links: list[str], aliases: list[str], prop: str | None) -> str:
+    fm = ["---"]
+    if aliases:
+        fm.append("aliases: [" + ", ".join(aliases) + "]")
+    if prop:
+        fm.append(f'up: "{prop}"')
+    fm.append("---")
+    head = "\n".join(fm) + "\n" if len(fm) > 2 else ""
+    return head + "# Local\n\n" + "\n".join(f"- item {link} text" for link in links) + "\n"
+
+
+ops = st.one_of(
+    st.tuples(st.just("write"), paths, bodies),
+    st.tuples(st.just("delete"), paths, st.none()),
+    st.tuples(st.just("move"), paths, paths),
+    st.tuples(st.just("case"), paths, st.none()),
+    st.tuples(
+        st.just("folder"),
+        st.sampled_from(["A", "B", "A/Sub"]),
+        st.sampled_from(["C", "B", "A/Sub2"]),
+    ),
+    st.tuples(
+        st.just("attach"), st.sampled_from(["pic.png", "B/pic.png", "A/pic.png"]), st.booleans()
+    ),
+)
+
+
+def _apply(root: Path, op: tuple[str, str, object]) -> list[str]:
+    """Perform one file operation; return the paths a watcher would report."""
+    kind, a, b = op
+    if kind == "write":
+        write(root, a, str(b))
+        return [a]
+    if kind == "delete" and (root / a).exists():
+        delete(root, a)
+        return [a]
+    if kind == "move" and (root / a).exists() and not (root / str(b)).exists():
+        move(root, a, str(b))
+        return [a, str(b)]
+    if kind == "case" and (root / a).exists():
+        name = a.rsplit("/", 1)[-1]
+        swapped = a[: len(a) - len(name)] + name.swapcase().replace(".MD", ".md")
+        if swapped != a and not (root / swapped).exists():
+            move(root, a, swapped)
+            return [a, swapped]
+    if (
+        kind == "folder"
+        and (root / a).is_dir()
+        and not (root / str(b)).exists()
+        and not str(b).startswith(a + "/")
+    ):
+        move(root, a, str(b))
+        return [a, str(b)]
+    if kind == "attach":
+        if b:
+            write(root, a, "png")
+        elif (root / a).exists():
+            delete(root, a)
+        return [a]
+    return []
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(paths, bodies), min_size=1, max_size=8), st.lists(ops, max_size=14))
+def test_incremental_equals_rebuild(
+    initial: list[tuple[str, str]], steps: list[tuple[str, str, object]]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for path, text in initial:
+            write(root, path, text)
+        vg = VaultGraph.load(root)
+        for op in steps:
+            before = snapshot(vg)
+            delta = vg.update(_apply(root, op))
+            now = snapshot(vg)
+            assert_same(now, snapshot(VaultGraph.load(root)))
+            assert_same(replay(before, delta), now)
+
+
+def test_update_reports_nothing_for_an_unchanged_resave(tmp_path: Path) -> None:
+    write(tmp_path, "a.md", "[[b]]\n")
+    vg = VaultGraph.load(tmp_path)
+    write(tmp_path, "a.md", "[[b]]\n")
+    assert not vg.update(["a.md"])
+
+
+def test_creating_a_note_resolves_its_ghosts(tmp_path: Path) -> None:
+    write(tmp_path, "a.md", "see [[X]]\n")
+    write(tmp_path, "b/c.md", "see [[x]] too\n")
+    vg = VaultGraph.load(tmp_path)
+    assert {v for _, v in vg.g.out_edges(["a.md", "b/c.md"])} == {"ghost:X", "ghost:x"}
+    write(tmp_path, "X.md", "hello\n")
+    delta = vg.update(["X.md"])
+    assert {v for _, v in vg.g.out_edges(["a.md", "b/c.md"])} == {"X.md"}
+    assert delta.nodes_removed == {"ghost:X", "ghost:x"}
+    assert {e[0] for e in delta.edges_added} == {"a.md", "b/c.md"}
+
+
+def test_deleting_a_note_turns_inbound_links_into_ghosts(tmp_path: Path) -> None:
+    write(tmp_path, "a.md", "see [[X]]\n")
+    write(tmp_path, "X.md", "hello\n")
+    vg = VaultGraph.load(tmp_path)
+    delete(tmp_path, "X.md")
+    delta = vg.update(["X.md"])
+    assert list(vg.g.successors("a.md")) == ["ghost:X"]
+    assert "X.md" in delta.nodes_removed and "ghost:X" in delta.nodes_added
+    assert delta.notes_removed == {"X.md"}
+
+
+def test_same_named_note_in_the_linking_folder_takes_over(tmp_path: Path) -> None:
+    write(tmp_path, "lib/Kernel.md", "lib kernel\n")
+    write(tmp_path, "os/notes.md", "[[Kernel]]\n")
+    write(tmp_path, "top.md", "[[Kernel]]\n")
+    vg = VaultGraph.load(tmp_path)
+    assert list(vg.g.successors("os/notes.md")) == ["lib/Kernel.md"]
+    write(tmp_path, "os/Kernel.md", "os kernel\n")
+    vg.update(["os/Kernel.md"])
+    (edge,) = vg.g.out_edges("os/notes.md", data=True)
+    assert edge[1] == "os/Kernel.md" and edge[2]["ambiguous"] is True
+    # From elsewhere the shortest path wins; an exact vault path beats both.
+    write(tmp_path, "a-much-longer-folder/Kernel.md", "x\n")
+    vg.update(["a-much-longer-folder/Kernel.md"])
+    assert list(vg.g.successors("top.md")) == ["os/Kernel.md"]
+    write(tmp_path, "Kernel.md", "root\n")
+    vg.update(["Kernel.md"])
+    (edge,) = vg.g.out_edges("top.md", data=True)
+    assert edge[1] == "Kernel.md" and edge[2]["ambiguous"] is False
+
+
+def test_a_new_alias_is_reported_beside_the_ghost(tmp_path: Path) -> None:
+    write(tmp_path, "a.md", "[[Nick]]\n")
+    write(tmp_path, "Person.md", "no alias yet\n")
+    vg = VaultGraph.load(tmp_path)
+    write(tmp_path, "Person.md", "---\naliases: Nick\n---\nnow aliased\n")
+    delta = vg.update(["Person.md"])
+    (edge,) = vg.g.out_edges("a.md", data=True)
+    assert edge[1] == "ghost:Nick" and edge[2]["alias_of"] == "Person.md"
+    assert ("a.md", "ghost:Nick", "0") in delta.edges_changed
+
+
+def test_folder_move_moves_every_note_and_keeps_links(tmp_path: Path) -> None:
+    for i in range(5):
+        write(tmp_path, f"old/n{i}.md", f"[[n{(i + 1) % 5}]] [[top]]\n")
+    write(tmp_path, "top.md", "[[old/n0]]\n")
+    vg = VaultGraph.load(tmp_path)
+    move(tmp_path, "old", "new/inner")
+    delta = vg.update(["old", "new/inner"])
+    assert delta.notes_removed == {f"old/n{i}.md" for i in range(5)}
+    assert delta.notes_changed == {f"new/inner/n{i}.md" for i in range(5)}
+    assert list(vg.g.successors("top.md")) == ["ghost:old/n0"]
+    assert_same(snapshot(vg), snapshot(VaultGraph.load(tmp_path)))
