@@ -156,3 +156,16 @@ class HttpEmbedder:
                 f"{url} returned shape {arr.shape}, expected ({len(texts)}, {self.dim})"
             )
         return arr
+
+
+_DEFAULT: MiniLM | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_embedder() -> MiniLM:
+    """The process-wide MiniLM (loading it takes a second; it is thread-safe)."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = MiniLM()
+        return _DEFAULT

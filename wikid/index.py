@@ -1,0 +1,72 @@
+"""Open a vault's index (graph + store + sink) and run one full sync.
+
+Why one place: ``wikid index``, the daemon and the tests all open an index
+the same way, so there is one definition of "the store for this vault".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wikid.embed import Embedder, default_embedder
+from wikid.graph import VaultGraph
+from wikid.sink import BatchReport, Sink
+from wikid.store import Store, default_workdir, workspace_name
+from wikid.vault import VaultOptions
+
+
+@dataclass
+class Index:
+    vault: Path
+    vg: VaultGraph
+    store: Store
+    sink: Sink
+
+    @classmethod
+    async def open(
+        cls,
+        vault: Path,
+        workdir: Path | None = None,
+        *,
+        options: VaultOptions | None = None,
+        embedder: Embedder | None = None,
+        backend: str = "lightrag-files",
+        llm_func: Any = None,
+    ) -> Index:
+        vault = Path(vault)
+        store = Store(
+            Path(workdir) if workdir else default_workdir(vault),
+            workspace_name(vault),
+            embedder or default_embedder(),
+            backend=backend,
+            llm_func=llm_func,
+        )
+        await store.open()
+        vg = VaultGraph.load(vault, options)
+        return cls(vault, vg, store, Sink(vg, store))
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    async def sync(self) -> dict[str, Any]:
+        """Full reconcile: first run indexes everything, later runs only what changed."""
+        started = time.perf_counter()
+        before = dict(self.store.ledger.db.execute("SELECT path, digest FROM notes"))
+        report: BatchReport = await self.sink.reconcile_all()
+        now = {p: n.digest for p, n in self.vg.notes.items()}
+        counts = self.store.ledger.counts()
+        return {
+            "notes": len(now),
+            "entities": counts["entities"],
+            "relations": counts["relations"],
+            "chunks": counts["chunks"],
+            "added": sum(1 for p in now if p not in before),
+            "changed": sum(1 for p, d in now.items() if p in before and before[p] != d),
+            "removed": sum(1 for p in before if p not in now),
+            "embedded": report.embedded,
+            "seconds": round(time.perf_counter() - started, 3),
+            "llm_calls": self.store.llm_calls,
+        }

@@ -1,0 +1,186 @@
+"""Turn graph deltas into store batches: the only writer of the store.
+
+Why "dirty keys, then diff": a delta names the graph nodes, edges and notes
+that changed. From those the sink derives every store key whose record may
+differ (entities of touched nodes, relations of touched node pairs, chunks
+and documents of touched notes, and everything around a node whose *name*
+changed), computes those records fresh from the graph (``records.py``),
+compares them with the ledger's mirror and writes only the differences, as
+one batch with one flush. The same code with "every key" as the dirty set is
+the full reconciliation run at start-up, which is how offline edits, a crash
+mid-batch (``pending``) and a first index are all handled by one path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from wikid.chunk import Chunk, chunk_note
+from wikid.delta import Delta
+from wikid.graph import VaultGraph
+from wikid.ledger import Ops, mirror_form
+from wikid.records import Mapper, doc_id, pair
+from wikid.store import Store
+
+Record = dict[str, Any]
+
+
+@dataclass
+class BatchReport:
+    writes: dict[str, int] = field(default_factory=dict)
+    embedded: int = 0
+    seconds: float = 0.0
+    llm_calls: int = 0
+
+
+class Sink:
+    def __init__(
+        self, vg: VaultGraph, store: Store, chunker: Callable[..., list[Chunk]] | None = None
+    ) -> None:
+        self.vg = vg
+        self.store = store
+        self.ledger = store.ledger
+        self.mapper = Mapper(vg, chunker or (lambda note: chunk_note(note)))
+        self._forced: dict[str, set[str]] = {}
+
+    # -- entry points -----------------------------------------------------------
+
+    async def reconcile_all(self) -> BatchReport:
+        """Make the whole store equal a fresh build (start-up, ``wikid index``)."""
+        self.mapper.namer.update(self.vg, list(self.vg.g.nodes))
+        nodes = set(self.vg.g.nodes) | self.ledger.all_nodes()
+        pairs = {pair(u, v) for u, v in self.vg.g.edges()} | self.ledger.all_pairs()
+        notes = set(self.vg.notes) | self.ledger.all_notes()
+        return await self._run(nodes, pairs, notes, force=self.ledger.pending())
+
+    async def apply(self, delta: Delta) -> BatchReport:
+        """Push one graph delta into the store as one batch."""
+        if not delta:
+            return BatchReport()
+        touched = set(delta.nodes_added) | set(delta.nodes_changed) | delta.nodes_removed
+        renamed = self.mapper.namer.update(self.vg, touched)
+        edges = set(delta.edges_added) | set(delta.edges_changed) | delta.edges_removed
+        nodes = touched | renamed | {u for u, _, _ in edges} | {v for _, v, _ in edges}
+        pairs = {pair(u, v) for u, v, _ in edges}
+        for n in renamed:
+            pairs |= self.mapper.pairs_of(n)
+        notes = delta.notes_changed | delta.notes_removed
+        for path in notes:
+            nodes.add(path)
+            if path in self.vg.g:  # its chunks changed: so did every record citing them
+                for _, v in self.vg.g.out_edges(path):
+                    nodes.add(v)
+                    pairs.add(pair(path, v))
+            else:
+                self.mapper.forget(path)
+        return await self._run(nodes, pairs, notes, force={})
+
+    # -- the batch ----------------------------------------------------------------
+
+    async def _run(
+        self,
+        nodes: set[str],
+        pairs: set[tuple[str, str]],
+        notes: set[str],
+        force: dict[str, set[str]],
+    ) -> BatchReport:
+        started = time.perf_counter()
+        embedded_before = self.store.embedded
+        ops = Ops()
+        self._forced = force
+        self._entities(ops, nodes)
+        self._relations(ops, pairs)
+        note_rows = self._notes(ops, notes)
+        self._force(ops, force)
+        if ops:
+            self.ledger.set_pending(ops)
+            await self.store.write(ops, datetime.now(UTC).isoformat())
+        self.ledger.commit(ops, note_rows)
+        return BatchReport(
+            writes=ops.counts(),
+            embedded=self.store.embedded - embedded_before,
+            seconds=time.perf_counter() - started,
+            llm_calls=self.store.llm_calls,
+        )
+
+    def _diff(
+        self,
+        ops: Ops,
+        kind: str,
+        owner: Any,
+        desired: dict[str, Record],
+        current: dict[str, Record],
+    ) -> None:
+        target = ops.by_kind()[kind]
+        for key in current:
+            if key not in desired:
+                target.setdefault(key, None)  # a delete never overrides another owner's upsert
+        forced = self._forced.get(kind, set())
+        for key, rec in desired.items():
+            if current.get(key) != mirror_form(rec) or key in forced:
+                target[key] = rec
+                ops.owner[(kind, key)] = owner
+
+    def _entities(self, ops: Ops, nodes: set[str]) -> None:
+        for node in sorted(nodes):
+            want = self.mapper.entity(node)
+            desired = {want[0]: want[1]} if want else {}
+            current = dict(self.ledger.entity_of(node))
+            self._diff(ops, "entity", node, desired, current)
+
+    def _relations(self, ops: Ops, pairs: set[tuple[str, str]]) -> None:
+        for a, b in sorted(pairs):
+            want = self.mapper.relation(a, b)
+            desired = {want[0]: want[1]} if want else {}
+            current = dict(self.ledger.relation_of(a, b))
+            self._diff(ops, "relation", (a, b), desired, current)
+
+    def _notes(self, ops: Ops, notes: set[str]) -> dict[str, tuple[str, str, list[str]] | None]:
+        rows: dict[str, tuple[str, str, list[str]] | None] = {}
+        for path in sorted(notes):
+            note = self.vg.notes.get(path)
+            if note is None:
+                self._diff(ops, "chunk", path, {}, self.ledger.chunks_of(path))
+                self._diff(ops, "doc", path, {}, self.ledger.docs_of(path))
+                rows[path] = None
+                continue
+            chunks = self.mapper.chunks(path)
+            did = doc_id(path)
+            desired_chunks = {
+                c.id: {
+                    "content": c.content,
+                    "tokens": self.store.count_tokens(c.content),
+                    "chunk_order_index": c.order,
+                    "full_doc_id": did,
+                    "file_path": path,
+                    "source_id": did,
+                }
+                for c in chunks
+            }
+            self._diff(ops, "chunk", path, desired_chunks, self.ledger.chunks_of(path))
+            doc = {
+                "content": note.body,
+                "file_path": path,
+                "status": "processed",
+                "content_summary": note.body.strip()[:100],
+                "content_length": len(note.body),
+                "chunks_count": len(chunks),
+                "chunks_list": [c.id for c in chunks],
+                "track_id": "wikid",
+                "content_hash": note.digest,
+            }
+            self._diff(ops, "doc", path, {did: doc}, self.ledger.docs_of(path))
+            rows[path] = (note.digest, self.mapper.name(path), [c.id for c in chunks])
+        return rows
+
+    def _force(self, ops: Ops, force: dict[str, set[str]]) -> None:
+        """Keys a crashed batch may have torn. ``_diff`` rewrote those still desired;
+        the rest are not part of a fresh build, so they are deleted whatever the mirror says."""
+        for kind, keys in force.items():
+            target = ops.by_kind()[kind]
+            for key in keys:
+                target.setdefault(key, None)

