@@ -67,6 +67,7 @@ def _note_text(links: list[str], aliases: list[str], prop: str | None) -> str:
 
 ops = st.one_of(
     st.tuples(st.just("write"), paths, bodies),
+    st.tuples(st.just("append"), paths, st.sampled_from(["More prose.", "# New section\n\nText."])),
     st.tuples(st.just("delete"), paths, st.none()),
     st.tuples(st.just("move"), paths, paths),
     st.tuples(st.just("case"), paths, st.none()),
@@ -86,6 +87,10 @@ def _apply(root: Path, op: tuple[str, str, object]) -> list[str]:
     kind, a, b = op
     if kind == "write":
         write(root, a, str(b))
+        return [a]
+    if kind == "append" and (root / a).is_file():
+        with open(root / a, "a", encoding="utf-8") as fh:
+            fh.write(f"\n{b}\n")
         return [a]
     if kind == "delete" and (root / a).exists():
         delete(root, a)

