@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import itertools
 import os
+import sqlite3
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from wikid.export import export_store
 from wikid.index import Index
+from wikid.ledger import Ledger
+from wikid.store import LEDGER_FILE
 
 _counter = itertools.count()
 
@@ -19,10 +22,21 @@ def unique_workspace(prefix: str = "t") -> str:
     return f"{prefix}{os.getpid()}_{next(_counter)}"
 
 
-async def fresh_export(vault: Path, **kwargs: Any) -> dict[str, Any]:
-    """Export of a store built from scratch from the vault as it is now."""
+async def fresh_export(
+    vault: Path, seed_vectors: Path | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    """Export of a store built from scratch from the vault as it is now.
+
+    ``seed_vectors``: a ledger whose embedding cache (text hash -> vector) is copied
+    in first; the store itself still starts empty."""
     with tempfile.TemporaryDirectory() as wd:
-        idx = await Index.open(vault, Path(wd), workspace=unique_workspace("fresh"), **kwargs)
+        workspace = unique_workspace("fresh")
+        if seed_vectors is not None:
+            target = Ledger(Path(wd) / workspace / LEDGER_FILE)
+            rows = sqlite3.connect(seed_vectors).execute("SELECT hash, vec FROM vectors").fetchall()
+            target.db.executemany("INSERT INTO vectors VALUES (?, ?)", rows)
+            target.close()
+        idx = await Index.open(vault, Path(wd), workspace=workspace, **kwargs)
         try:
             await idx.sync()
             return await export_store(idx.store)

@@ -396,7 +396,7 @@ def scan(body: str, first_line: int = 1) -> ScanResult:
         para.is_item = para.is_item or item_start
         if heading:
             level = len(heading.group(1))
-            text = render((heading.group(2) or "").rstrip("# \t"), [])
+            text = heading_text(heading.group(2) or "")
             while section and section[-1][0] >= level:
                 section.pop()
             section.append((level, text))
@@ -464,6 +464,14 @@ def _make_link(
     target, sub = parsed
     display = m.group(1).strip() or None
     return RawLink("embed" if embed else "link", target, sub, display, lineno, section, "", True)
+
+
+def heading_text(raw: str) -> str:
+    """A heading as it reads: closing '#'s and a trailing ``^block-id`` dropped."""
+    text = raw.rstrip("# \t")
+    if _block_id(text):
+        text = text[: text.rfind("^")].rstrip()
+    return render(text, [])
 
 
 def _block_id(line: str) -> str | None:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from wikid._markdown import heading_text
 from wikid.note import Note
 
 TARGET_TOKENS = 200
@@ -71,7 +72,7 @@ def _sections(note: Note) -> list[tuple[tuple[str, ...], list[tuple[int, str]]]]
             level = len(h.group(1))
             while stack and stack[-1][0] >= level:
                 stack.pop()
-            stack.append((level, h.group(2).strip()))
+            stack.append((level, heading_text(h.group(2))))
             sections.append((tuple(t for _, t in stack), []))
             continue
         sections[-1][1].append((lineno, line))

@@ -1,0 +1,180 @@
+"""The store on the shared real vaults: LightRAG's own queries find the right notes
+with no LLM, and random edits applied incrementally equal a fresh build."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import shared_vault
+from lightrag import QueryParam
+from storetools import assert_same_store, fresh_export, unique_workspace
+from test_real_vaults import _random_edits
+
+from wikid.export import export_store
+from wikid.index import Index
+
+pytestmark = pytest.mark.slow
+MODES = ("local", "global", "hybrid", "mix", "naive")
+
+# (question, expected note, high-level keywords, low-level keywords): written from the notes.
+QUESTIONS = {
+    "tasks-docs": [
+        (
+            "How do I make a task repeat every week?",
+            "Getting Started/Recurring Tasks.md",
+            ["repetition", "recurrence"],
+            ["recurring tasks", "recurrence rule"],
+        ),
+        (
+            "How can I postpone a task's due date?",
+            "Editing/Postponing.md",
+            ["rescheduling"],
+            ["postponing", "due date"],
+        ),
+        (
+            "How do tasks work with the Dataview plugin?",
+            "Other Plugins/Dataview.md",
+            ["plugin compatibility"],
+            ["Dataview"],
+        ),
+        (
+            "How do I sort query results?",
+            "Queries/Sorting.md",
+            ["ordering results"],
+            ["sorting", "sort by"],
+        ),
+        (
+            "What is the global filter?",
+            "Getting Started/Global Filter.md",
+            ["task recognition"],
+            ["global filter"],
+        ),
+        (
+            "How is task urgency calculated?",
+            "Advanced/Urgency.md",
+            ["prioritisation"],
+            ["urgency", "score"],
+        ),
+    ],
+    "vaultofknowledge": [
+        (
+            "Which window managers are there for Linux?",
+            "06. Collected Knowledge/Window Managers.md",
+            ["desktop environments"],
+            ["window managers"],
+        ),
+        (
+            "How should an operating system's file system hierarchy be designed?",
+            "06. Collected Knowledge/How to design a OS File System Hierarchy.md",
+            ["operating system design"],
+            ["file system hierarchy"],
+        ),
+        (
+            "What productivity frameworks exist?",
+            "01. Personal/Productivity/Productivity Frameworks.md",
+            ["personal productivity"],
+            ["productivity frameworks"],
+        ),
+        (
+            "What are magic numbers in computer science?",
+            "Magic Numbers (in computer science).md",
+            ["file formats"],
+            ["magic numbers"],
+        ),
+        ("Is there such a thing as free will?", "Free Will.md", ["philosophy"], ["free will"]),
+        (
+            "What are the Upanishads?",
+            "06. Collected Knowledge/List of Upanishads.md",
+            ["Hindu scriptures"],
+            ["Upanishads"],
+        ),
+    ],
+}
+
+
+def _writable_copy(name: str, dest: Path) -> Path:
+    root = dest / name
+    shutil.copytree(shared_vault(name), root)
+    for p in root.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return root
+
+
+@pytest.fixture(scope="module", params=["tasks-docs", "vaultofknowledge"])
+def indexed(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    name = request.param
+    tmp = tmp_path_factory.mktemp(name)
+    vault = _writable_copy(name, tmp)
+    loop = asyncio.new_event_loop()
+    idx = loop.run_until_complete(
+        Index.open(vault, tmp / "wd", workspace=unique_workspace(name[:4]))
+    )
+    report = loop.run_until_complete(idx.sync())
+    yield {
+        "name": name,
+        "vault": vault,
+        "idx": idx,
+        "loop": loop,
+        "report": report,
+        "workdir": tmp / "wd",
+    }
+    loop.run_until_complete(idx.close())
+    loop.close()
+
+
+def test_cold_index_makes_no_llm_calls(indexed: dict[str, Any]) -> None:
+    report = indexed["report"]
+    assert report["llm_calls"] == 0 and report["notes"] == len(indexed["idx"].vg.notes)
+    assert report["entities"] > report["notes"] and report["relations"] > 0
+
+
+def test_lightrag_queries_find_the_right_notes(indexed: dict[str, Any]) -> None:
+    idx, loop = indexed["idx"], indexed["loop"]
+    hits: dict[str, int] = dict.fromkeys(MODES, 0)
+    missed = []
+    questions = QUESTIONS[indexed["name"]]
+    for question, expected, hl, ll in questions:
+        for mode in MODES:
+            param = QueryParam(mode=mode, enable_rerank=False, hl_keywords=hl, ll_keywords=ll)
+            result = loop.run_until_complete(idx.store.rag.aquery_data(question, param))
+            data = result.get("data", {})
+            paths = {c.get("file_path") for c in data.get("chunks", [])}
+            for item in data.get("entities", []) + data.get("relationships", []):
+                paths |= set((item.get("file_path") or "").split("<SEP>"))
+            if expected in paths:
+                hits[mode] += 1
+            else:
+                missed.append((mode, question))
+    assert idx.store.llm_calls == 0
+    # Every question is answered by the graph-aware modes; all modes together find most.
+    for mode in ("local", "hybrid", "mix"):
+        assert hits[mode] == len(questions), (mode, missed)
+    assert sum(hits.values()) >= 0.8 * len(questions) * len(MODES), missed
+
+
+def test_random_edits_equal_a_fresh_build(indexed: dict[str, Any]) -> None:
+    idx, loop, vault = indexed["idx"], indexed["loop"], indexed["vault"]
+    rng = random.Random(7)
+    for _ in range(4):
+        delta = idx.vg.update(_random_edits(vault, rng, idx.vg))
+        loop.run_until_complete(idx.sink.apply(delta))
+    incremental = loop.run_until_complete(export_store(idx.store))
+    # The fresh build gets a copy of the embedding cache (a pure text -> vector cache),
+    # so the comparison does not pay for every embedding twice; its store starts empty.
+    fresh = asyncio.run(fresh_export(vault, seed_vectors=_ledger(indexed["workdir"])))
+    assert_same_store(incremental, fresh)
+
+
+def _ledger(workdir: Path) -> Path:
+    (path,) = workdir.glob("*/wikid-ledger.sqlite")
+    assert sqlite3.connect(path).execute("SELECT count(*) FROM vectors").fetchone()[0] > 0
+    return path
