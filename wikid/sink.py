@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from wikid.chunk import Chunk, chunk_note
+from wikid.chunk import Chunk, approx_tokens, chunk_note
 from wikid.delta import Delta
 from wikid.graph import VaultGraph
 from wikid.ledger import Ops, mirror_form
@@ -44,7 +44,10 @@ class Sink:
         self.vg = vg
         self.store = store
         self.ledger = store.ledger
-        self.mapper = Mapper(vg, chunker or (lambda note: chunk_note(note)))
+        # Chunks are sized with the embedding model's own tokenizer when it has one,
+        # so no chunk is silently truncated by the model.
+        count = getattr(store.embedder, "count_tokens", None) or approx_tokens
+        self.mapper = Mapper(vg, chunker or (lambda note: chunk_note(note, count)))
         self._forced: dict[str, set[str]] = {}
 
     # -- entry points -----------------------------------------------------------

@@ -142,6 +142,9 @@ class Store:
                 max_token_size=self.embedder.max_tokens,
                 func=_Shared(self._embed),
             ),
+            # Hand the embedder big batches, one at a time: it spreads them over every core.
+            embedding_batch_num=64,
+            embedding_func_max_async=1,
             llm_model_func=_Shared(llm_func or self._no_llm),
             tokenizer=self.tokenizer,
         )
