@@ -137,6 +137,7 @@ def test_incremental_equals_rebuild(
             now = snapshot(vg)
             assert_same(now, snapshot(VaultGraph.load(root)))
             assert_same(replay(before, delta), now)
+            assert not set(delta.nodes_added) & set(before[0]), "an existing node reported as added"
 
 
 def test_update_reports_nothing_for_an_unchanged_resave(tmp_path: Path) -> None:

@@ -16,6 +16,9 @@ from typing import Any
 
 import click
 
+from wikid.client import DaemonNotRunning, RemoteError, request
+from wikid.config import ConfigError, VaultConfig
+from wikid.config import load as load_config
 from wikid.graph import VaultGraph, to_json
 from wikid.vault import VaultOptions
 
@@ -27,22 +30,66 @@ def main() -> None:
 
 
 def _vault_option(f: Any) -> Any:
+    """--vault, --config and --socket, accepted by every command."""
+    f = click.option(
+        "--socket",
+        "socket_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="The daemon's socket (default: $XDG_RUNTIME_DIR/wikid/<vault>.sock).",
+    )(f)
+    f = click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Config file (default: $XDG_CONFIG_HOME/wikid/config.toml).",
+    )(f)
     return click.option(
         "--vault",
         "vault",
-        required=True,
-        type=click.Path(exists=True, file_okay=False, path_type=Path),
-        help="The vault folder (the one holding .obsidian/).",
+        default=None,
+        help="The vault folder, or the name of a [vaults.NAME] table in the config.",
     )(f)
+
+
+def _config(
+    vault: str | None, config_path: Path | None, socket_path: Path | None, **overrides: Any
+) -> VaultConfig:
+    try:
+        return load_config(config_path, vault, overrides={"socket": socket_path, **overrides})
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def _client_call(cfg: VaultConfig, op: str, **args: Any) -> Any:
+    assert cfg.socket is not None
+    try:
+        return request(cfg.socket, op, vault=str(cfg.path), **args)
+    except DaemonNotRunning as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(3)
+    except RemoteError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(4)
 
 
 @main.command()
 @_vault_option
 @click.option("--json", "as_json", is_flag=True, help="Print the whole graph as JSON.")
 @click.option("--ignore", multiple=True, help="A gitignore-style glob to leave out (repeatable).")
-def graph(vault: Path, as_json: bool, ignore: tuple[str, ...]) -> None:
+def graph(
+    vault: str | None,
+    config_path: Path | None,
+    socket_path: Path | None,
+    as_json: bool,
+    ignore: tuple[str, ...],
+) -> None:
     """Build the wikilink graph of a vault and print it."""
-    vg = VaultGraph.load(vault, VaultOptions(ignore=ignore))
+    cfg = _config(vault, config_path, socket_path, ignore=ignore or None)
+    vg = VaultGraph.load(
+        cfg.path, VaultOptions(ignore=cfg.ignore, max_note_bytes=cfg.max_note_bytes)
+    )
     if as_json:
         json.dump(to_json(vg.g), sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
@@ -60,12 +107,26 @@ def graph(vault: Path, as_json: bool, ignore: tuple[str, ...]) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--ignore", multiple=True, help="A gitignore-style glob to leave out (repeatable).")
-def index(vault: Path, workdir: Path | None, as_json: bool, ignore: tuple[str, ...]) -> None:
+def index(
+    vault: str | None,
+    config_path: Path | None,
+    socket_path: Path | None,
+    workdir: Path | None,
+    as_json: bool,
+    ignore: tuple[str, ...],
+) -> None:
     """Sync the vault into its LightRAG store: full the first time, incremental after."""
     from wikid.index import Index
 
+    cfg = _config(vault, config_path, socket_path, workdir=workdir, ignore=ignore or None)
+
     async def run() -> dict[str, Any]:
-        idx = await Index.open(vault, workdir, options=VaultOptions(ignore=ignore))
+        idx = await Index.open(
+            cfg.path,
+            cfg.workdir,
+            backend=cfg.store,
+            options=VaultOptions(ignore=cfg.ignore, max_note_bytes=cfg.max_note_bytes),
+        )
         try:
             return await idx.sync()
         finally:
@@ -145,6 +206,8 @@ def format_summary(vg: VaultGraph) -> str:
     lines += [f"  {path}: {reason}" for path, reason in vg.problems.items()]
     return "\n".join(lines)
 
+
+from wikid import cli_daemon as _cli_daemon  # noqa: E402,F401  (registers the daemon commands)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -84,6 +84,9 @@ class MiniLM:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         opts.inter_op_num_threads = 1
+        opts.enable_mem_pattern = (
+            False  # shapes vary per text; planning per shape costs more than it saves
+        )
         self._sessions = [
             ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
             for _ in range(self.workers)
@@ -91,6 +94,7 @@ class MiniLM:
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="minilm")
         self._tokenizer = Tokenizer.from_file(str(tok))
         self._tokenizer.enable_truncation(max_length=self.max_tokens)
+        self._tokenizer.no_padding()  # tokenizer.json pads to the longest text: each text runs alone
         self._lock = threading.Lock()  # one embed() at a time: the pool already uses every core
 
     def embed(self, texts: list[str]) -> np.ndarray:

@@ -111,7 +111,10 @@ async def export_store(store: Store) -> dict[str, Any]:
 
 
 async def export_workdir(workdir: Path, workspace: str | None = None) -> dict[str, Any]:
-    """Open a store read-only (no embedding model needed) and export it."""
+    """Open a store read-only (no embedding model needed) and export it.
+
+    LightRAG caches a workspace's data process-wide on first open: call this once per
+    workspace per process (``wikid export`` is its own process)."""
     if workspace is None:
         found = sorted(p.parent.name for p in workdir.glob(f"*/{LEDGER_FILE}"))
         if len(found) != 1:

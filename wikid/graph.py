@@ -63,6 +63,7 @@ class VaultGraph:
         self.walk_errors: dict[str, str] = {}
         self._deps: dict[str, set[str]] = {}  # key -> notes whose links depend on it
         self._note_keys: dict[str, set[str]] = {}
+        self._created: set[str] = set()  # ghost/tag nodes created during one update()
 
     @classmethod
     def load(cls, root: Path | str, options: VaultOptions | None = None) -> VaultGraph:
@@ -118,8 +119,17 @@ class VaultGraph:
             if n in self.g and n.startswith((GHOST, TAG)) and not self.g.pred[n]:
                 self.g.remove_node(n)
 
+        seen = set(touched)
         after_edges = self._out_edges(affected, touched)
-        after_nodes = {n: dict(self.g.nodes[n]) for n in touched if n in self.g}
+        # A target first met after the update existed before unchanged, unless it was
+        # created now: ghosts and tags are created here, notes and attachments are in
+        # ``touched`` from the start.
+        after_nodes = {
+            n: dict(self.g.nodes[n])
+            for n in touched
+            if n in self.g and (n in seen or n in self._created)
+        }
+        self._created.clear()
         delta = diff(before_nodes, after_nodes, before_edges, after_edges)
         delta.notes_changed = {f for f, n in notes_new.items() if n is not None}
         delta.notes_removed = {f for f, n in notes_new.items() if n is None}
@@ -202,6 +212,7 @@ class VaultGraph:
                 target = GHOST + link.target.strip()
                 if target not in self.g:
                     self.g.add_node(target, **_plain_attrs("ghost", link.target.strip(), None))
+                    self._created.add(target)
             else:
                 target = r.path
             self.g.add_edge(source, target, key=str(i), **_edge_attrs(link, r))
@@ -209,6 +220,7 @@ class VaultGraph:
             tid = TAG + tag.lower()
             if tid not in self.g:
                 self.g.add_node(tid, **_plain_attrs("tag", tag.lower(), None))
+                self._created.add(tid)
             self.g.add_edge(
                 source,
                 tid,

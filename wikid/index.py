@@ -6,6 +6,7 @@ the same way, so there is one definition of "the store for this vault".
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,3 +76,8 @@ class Index:
             "seconds": round(time.perf_counter() - started, 3),
             "llm_calls": self.store.llm_calls,
         }
+
+    async def reload(self, options: VaultOptions | None = None) -> Index:
+        """A fresh graph from the files (a full rebuild), on the same store."""
+        vg = await asyncio.to_thread(VaultGraph.load, self.vault, options)
+        return Index(self.vault, vg, self.store, Sink(vg, self.store))

@@ -23,6 +23,9 @@ import pathspec
 from wikid.note import Note, parse_note, rejected_note
 
 DEFAULT_MAX_NOTE_BYTES = 10 * 1024 * 1024
+# Editor droppings that are never vault content: swap and backup files, atomic-save
+# temporaries, vim's write probe. (Dot-files are ignored anyway.)
+EDITOR_JUNK = ("*.swp", "*.swx", "*~", "*.tmp", "*.crswap", "4913", "#*#")
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class VaultFilter:
     options: VaultOptions = field(default_factory=VaultOptions)
 
     def __post_init__(self) -> None:
-        patterns = list(self.options.ignore)
+        patterns = [*EDITOR_JUNK, *self.options.ignore]
         self._regexes: list[re.Pattern[str]] = []
         if self.options.use_app_json:
             for entry in _user_ignore_filters(self.root):

@@ -1,0 +1,5 @@
+"""``python -m wikid`` is the ``wikid`` command."""
+
+from wikid.cli import main
+
+main()

@@ -1,0 +1,197 @@
+"""CLI commands around the daemon: ``run``, the socket clients, ``service install``.
+
+Why a second module: ``cli.py`` holds the one-shot commands; these either run
+the daemon or only talk to it, and printing their replies readably is most of
+their code.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from wikid.cli import _client_call, _config, _vault_option, main
+
+
+def _print(data: Any, as_json: bool, readable: Any) -> None:
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=1))
+    else:
+        click.echo(readable(data))
+
+
+@main.command()
+@_vault_option
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None)
+def run(
+    vault: str | None, config_path: Path | None, socket_path: Path | None, workdir: Path | None
+) -> None:
+    """Run the daemon in the foreground: sync, then watch and serve the socket."""
+    from wikid.daemon import run as run_daemon
+    from wikid.log import configure
+
+    cfg = _config(vault, config_path, socket_path, workdir=workdir)
+    configure(cfg.log_level)
+    sys.exit(run_daemon(cfg, config_path))
+
+
+def _status_text(s: dict[str, Any]) -> str:
+    lines = [
+        f"vault       {s['vault']}",
+        f"notes       {s['notes']}  entities {s['entities']}  relations {s['relations']}  chunks {s['chunks']}",
+        f"queue       {s['queue']} paths, lag {s['lag_seconds']} s, {s['batches']} batches",
+        f"store       {s['store']['backend']} at {s['store']['workdir']}"
+        + ("  (BEHIND: " + str(s["store"]["last_error"]) + ")" if s["store"]["behind"] else ""),
+        f"embedding   {s['embedding_model']}; LLM calls {s['llm_calls']}",
+        f"uptime      {s['uptime_seconds']} s (pid {s['pid']})",
+        f"rejected    {len(s['rejected'])} files",
+    ]
+    lines += [f"  {p}: {why}" for p, why in s["rejected"].items()]
+    return "\n".join(lines)
+
+
+@main.command()
+@_vault_option
+@click.option("--json", "as_json", is_flag=True)
+def status(
+    vault: str | None, config_path: Path | None, socket_path: Path | None, as_json: bool
+) -> None:
+    """What the daemon holds and is doing; notes it could not read, and why."""
+    cfg = _config(vault, config_path, socket_path)
+    _print(_client_call(cfg, "status"), as_json, _status_text)
+
+
+def _edges_text(key: str) -> Any:
+    def text(data: dict[str, Any]) -> str:
+        rows = [f"{data['note']}:"]
+        for e in data[key]:
+            other = e["target"] if key == "links" else e["source"]
+            mark = " (unresolved)" if e.get("unresolved") else ""
+            rows.append(
+                f"  {other}{mark}  [{e['kind']}, line {e['line']}]  {e['context'] or ''}".rstrip()
+            )
+        return "\n".join(rows) if data[key] else rows[0] + " none"
+
+    return text
+
+
+@main.command()
+@_vault_option
+@click.argument("note")
+@click.option("--json", "as_json", is_flag=True)
+def links(
+    vault: str | None, config_path: Path | None, socket_path: Path | None, note: str, as_json: bool
+) -> None:
+    """Links going out of NOTE (a path or a title)."""
+    cfg = _config(vault, config_path, socket_path)
+    _print(_client_call(cfg, "links", note=note), as_json, _edges_text("links"))
+
+
+@main.command()
+@_vault_option
+@click.argument("note")
+@click.option("--json", "as_json", is_flag=True)
+def backlinks(
+    vault: str | None, config_path: Path | None, socket_path: Path | None, note: str, as_json: bool
+) -> None:
+    """Links coming into NOTE (a path or a title)."""
+    cfg = _config(vault, config_path, socket_path)
+    _print(_client_call(cfg, "backlinks", note=note), as_json, _edges_text("backlinks"))
+
+
+@main.command()
+@_vault_option
+@click.option("--json", "as_json", is_flag=True)
+def broken(
+    vault: str | None, config_path: Path | None, socket_path: Path | None, as_json: bool
+) -> None:
+    """Unresolved links, with the notes that hold them."""
+    cfg = _config(vault, config_path, socket_path)
+
+    def text(data: dict[str, Any]) -> str:
+        return (
+            "\n".join(f"{b['target']}  <- {', '.join(b['sources'])}" for b in data["broken"])
+            or "none"
+        )
+
+    _print(_client_call(cfg, "broken"), as_json, text)
+
+
+@main.command()
+@_vault_option
+@click.argument("text")
+@click.option(
+    "--mode", type=click.Choice(["local", "global", "hybrid", "mix", "naive"]), default=None
+)
+@click.option("--json", "as_json", is_flag=True)
+def query(
+    vault: str | None,
+    config_path: Path | None,
+    socket_path: Path | None,
+    text: str,
+    mode: str | None,
+    as_json: bool,
+) -> None:
+    """Ask the store; the evidence comes back with no LLM involved."""
+    cfg = _config(vault, config_path, socket_path)
+
+    def readable(res: dict[str, Any]) -> str:
+        data = res.get("data") or {}
+        rows = [f"mode {res['mode']}; status {res.get('status')}: {res.get('message', '')}"]
+        rows += [
+            f"entity   {e['entity_name']} ({e.get('entity_type')}) - {e.get('file_path')}"
+            for e in data.get("entities", [])[:10]
+        ]
+        rows += [
+            f"relation {r['src_id']} -- {r['tgt_id']}: {str(r.get('description'))[:100]}"
+            for r in data.get("relationships", [])[:10]
+        ]
+        rows += [
+            f"chunk    {c.get('file_path')}: {str(c.get('content'))[:100]!r}"
+            for c in data.get("chunks", [])[:5]
+        ]
+        rows.append("(no LLM configured: this is the evidence; issue #5 adds --answer)")
+        return "\n".join(rows)
+
+    _print(_client_call(cfg, "query", text=text, mode=mode), as_json, readable)
+
+
+@main.group()
+def service() -> None:
+    """The systemd user service."""
+
+
+UNIT = Path(__file__).resolve().parents[1] / "systemd" / "wikid@.service"
+
+
+@service.command("install")
+@_vault_option
+def service_install(vault: str | None, config_path: Path | None, socket_path: Path | None) -> None:
+    """Write the wikid@.service user unit and print how to enable it for a vault."""
+    cfg = _config(vault, config_path, socket_path)
+    exe = shutil.which("wikid") or sys.argv[0]
+    unit_dir = Path.home() / ".config" / "systemd" / "user"
+    unit_dir.mkdir(parents=True, exist_ok=True)
+    text = UNIT.read_text("utf-8") if UNIT.exists() else ""
+    text = text.replace("/usr/bin/env wikid", str(Path(exe).resolve()))
+    (unit_dir / "wikid@.service").write_text(text, encoding="utf-8")
+    click.echo(f"wrote {unit_dir / 'wikid@.service'}")
+    if cfg.name not in _configured_names(config_path):
+        click.echo(
+            f'add the vault to your config first:\n  [vaults.{cfg.name}]\n  path = "{cfg.path}"'
+        )
+    click.echo(f"systemctl --user daemon-reload && systemctl --user enable --now wikid@{cfg.name}")
+
+
+def _configured_names(config_path: Path | None) -> set[str]:
+    from wikid.config import all_vaults
+
+    try:
+        return {v.name for v in all_vaults(config_path)}
+    except Exception:
+        return set()

@@ -1,0 +1,185 @@
+"""Configuration: a TOML file, overridden key by key by ``WIKID_*`` variables.
+
+Why this order (defaults < file < environment < command line): systemd units
+and CI set the environment, people edit the file, and a flag is the most
+deliberate. Secrets (API keys) are read only from the environment and never
+appear in ``as_dict()``, logs or status.
+
+File: ``$XDG_CONFIG_HOME/wikid/config.toml`` or ``--config``. Top-level keys are
+defaults for every vault; ``[vaults.NAME]`` tables hold per-vault keys (at least
+``path``). See ``config/wikid.example.toml`` for every key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from wikid.store import default_workdir, workspace_name
+
+SECRET_ENV = {"llm_api_key": "WIKID_LLM_API_KEY"}
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message says which key and why."""
+
+
+@dataclass(frozen=True)
+class VaultConfig:
+    path: Path
+    name: str = ""
+    workdir: Path | None = None
+    socket: Path | None = None
+    store: str = "lightrag-files"
+    debounce_ms: int = 300
+    reconcile_interval_s: float = 300.0
+    max_queue: int = 100_000
+    max_note_bytes: int = 10 * 1024 * 1024
+    ignore: tuple[str, ...] = ()
+    log_level: str = "info"
+    query_mode: str = "mix"
+    query_budget: int = 3000
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_kind: str = "openai"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def llm_api_key(self) -> str | None:
+        return os.environ.get(SECRET_ENV["llm_api_key"]) or None
+
+    def resolved(self) -> VaultConfig:
+        """Fill in what derives from the vault path."""
+        path = self.path.expanduser().resolve()
+        name = self.name or workspace_name(path)
+        return replace(
+            self,
+            path=path,
+            name=name,
+            workdir=(self.workdir.expanduser() if self.workdir else default_workdir(path)),
+            socket=(self.socket.expanduser() if self.socket else default_socket(name)),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-safe view, with no secrets."""
+        out = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
+        out["ignore"] = list(self.ignore)
+        out["llm_api_key"] = "set" if self.llm_api_key else None
+        return out
+
+
+def runtime_dir() -> Path:
+    """``$XDG_RUNTIME_DIR/wikid``, else a private per-user folder under the temp dir."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    if base:
+        return Path(base) / "wikid"
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"wikid-{os.getuid()}"
+
+
+def default_socket(name: str) -> Path:
+    return runtime_dir() / f"{name}.sock"
+
+
+def default_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "wikid" / "config.toml"
+
+
+_FIELDS = {f.name: f for f in fields(VaultConfig) if f.name != "extra"}
+
+
+def _coerce(key: str, value: Any) -> Any:
+    kind = str(_FIELDS[key].type)
+    try:
+        if "Path" in kind:
+            return Path(str(value)) if value not in (None, "") else None
+        if kind.startswith("int"):
+            return int(value)
+        if kind.startswith("float"):
+            return float(value)
+        if kind.startswith("tuple"):
+            if isinstance(value, str):
+                return tuple(v.strip() for v in value.split(",") if v.strip())
+            return tuple(str(v) for v in value)
+        return None if value in (None, "") and "None" in kind else str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"config key {key!r}: cannot use {value!r} ({exc})") from exc
+
+
+def _apply(base: dict[str, Any], table: dict[str, Any], where: str) -> None:
+    for key, value in table.items():
+        if key == "vaults":
+            continue
+        if key in SECRET_ENV:
+            raise ConfigError(
+                f"{where}: {key!r} is a secret; set {SECRET_ENV[key]} in the environment"
+            )
+        if key not in _FIELDS:
+            raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(_FIELDS))})")
+        base[key] = _coerce(key, value)
+
+
+def env_overrides(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    env = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for key in _FIELDS:
+        name = f"WIKID_{key.upper()}"
+        if name in env:
+            out[key] = _coerce(key, env[name])
+    return out
+
+
+def load(
+    config: Path | None = None,
+    vault: Path | str | None = None,
+    *,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> VaultConfig:
+    """The configuration of one vault.
+
+    ``vault`` is a path or the name of a ``[vaults.NAME]`` table; with neither, the
+    file must hold exactly one vault (or ``WIKID_PATH`` names one)."""
+    path = config or default_config_path()
+    data: dict[str, Any] = {}
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text("utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+    elif config is not None:
+        raise ConfigError(f"config file {path} does not exist")
+    values: dict[str, Any] = {}
+    _apply(values, data, str(path))
+    vaults = data.get("vaults", {})
+    table: dict[str, Any] | None = None
+    if vault is not None and str(vault) in vaults:
+        table, values["name"] = vaults[str(vault)], str(vault)
+    elif vault is not None:
+        wanted = Path(vault).expanduser().resolve()
+        for vname, vtable in vaults.items():
+            if "path" in vtable and Path(vtable["path"]).expanduser().resolve() == wanted:
+                table, values["name"] = vtable, vname
+        values["path"] = wanted
+    elif len(vaults) == 1:
+        ((vname, table),) = vaults.items()
+        values["name"] = vname
+    if table is not None:
+        _apply(values, table, f"{path} [vaults.{values.get('name')}]")
+    values.update(env_overrides(environ))
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if values.get("path") is None:
+        names = ", ".join(vaults) or "none"
+        raise ConfigError(f"no vault given: pass --vault PATH or NAME (vaults in {path}: {names})")
+    return VaultConfig(**values).resolved()
+
+
+def all_vaults(config: Path | None = None) -> list[VaultConfig]:
+    path = config or default_config_path()
+    if not path.exists():
+        return []
+    data = tomllib.loads(path.read_text("utf-8"))
+    return [load(path, name) for name in data.get("vaults", {})]

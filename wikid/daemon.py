@@ -1,0 +1,359 @@
+"""The daemon: initial sync, then watcher batches into the sink, a Unix-socket API.
+
+Why one asyncio loop: the graph is mutated only by the batch task, between
+awaits, so every request sees a consistent graph without locks; queries are
+answered while a batch's store writes are awaited. A batch that fails is not
+lost: the store is marked behind, and the next attempt (with backoff) runs a
+full reconcile, which compares the whole graph against the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from wikid import api
+from wikid.config import VaultConfig, load
+from wikid.index import Index
+from wikid.notify import notify, watchdog_interval
+from wikid.vault import VaultOptions
+from wikid.watcher import Watcher, changed, snapshot
+
+MAX_REQUEST = 1 << 20  # bytes in one request line
+log = structlog.get_logger("wikid")
+
+
+class Daemon:
+    def __init__(self, cfg: VaultConfig, config_path: Path | None = None) -> None:
+        self.cfg = cfg
+        self.config_path = config_path
+        self.started = time.time()
+        self.stopping = asyncio.Event()
+        self.batches = 0
+        self.last_sync: float | None = None
+        self.store_behind = False
+        self.last_error: str | None = None
+        self.reindexing = False
+        self.ready = False  # the initial sync is done
+        self.busy = False  # a batch is being applied
+        self._batch_lock = asyncio.Lock()
+        self.index: Index
+        self.watcher: Watcher
+        self._snapshot: dict[str, tuple[int, int]] = {}
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    def _options(self) -> VaultOptions:
+        return VaultOptions(ignore=self.cfg.ignore, max_note_bytes=self.cfg.max_note_bytes)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig, handler in (
+            (signal.SIGTERM, self.stopping.set),
+            (signal.SIGINT, self.stopping.set),
+            (signal.SIGHUP, lambda: self._spawn(self._reload())),
+        ):
+            loop.add_signal_handler(sig, handler)
+        notify("STATUS=loading the vault")
+        assert self.cfg.workdir is not None and self.cfg.socket is not None
+        self.index = await Index.open(
+            self.cfg.path, self.cfg.workdir, options=self._options(), backend=self.cfg.store
+        )
+        server = await self._listen(self.cfg.socket)
+        self.watcher = Watcher(
+            self.cfg.path,
+            self.index.vg.filter,
+            debounce=self.cfg.debounce_ms / 1000,
+            max_queue=self.cfg.max_queue,
+        )
+        self.watcher.start(loop)  # before the initial sync, so no change during it is missed
+        notify("STATUS=initial sync")
+        self._snapshot = await asyncio.to_thread(snapshot, self.cfg.path, self.index.vg.filter)
+        report = await self.index.sync()
+        self.last_sync = time.time()
+        log.info("initial sync", vault=str(self.cfg.path), **report)
+        self.ready = True
+        notify("READY=1", f"STATUS=watching {report['notes']} notes")
+        self._tasks = [self._spawn(self._batch_loop()), self._spawn(self._reconcile_loop())]
+        interval = watchdog_interval()
+        if interval:
+            self._tasks.append(self._spawn(self._watchdog(interval)))
+        await self.stopping.wait()
+        notify("STOPPING=1")
+        log.info("stopping")
+        async with self._batch_lock:  # let a batch in flight finish: stop cleanly, never mid-write
+            pass
+        for task in self._tasks:
+            task.cancel()
+        server.close()
+        with contextlib.suppress(Exception):
+            await server.wait_closed()
+        self.watcher.stop()
+        await self.index.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.cfg.socket.unlink()
+        return 0
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        task.add_done_callback(self._report_crash)
+        return task
+
+    def _report_crash(self, task: asyncio.Task[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("task failed", error=repr(task.exception()))
+
+    async def _watchdog(self, interval: float) -> None:
+        while True:
+            notify("WATCHDOG=1")
+            await asyncio.sleep(interval)
+
+    async def _reload(self) -> None:
+        """SIGHUP: re-read the config; a changed ignore list means a rebuild."""
+        try:
+            new = load(self.config_path, self.cfg.path)
+        except Exception as exc:
+            log.error("config reload failed", error=str(exc))
+            return
+        rebuild = new.ignore != self.cfg.ignore or new.max_note_bytes != self.cfg.max_note_bytes
+        self.cfg = new
+        self.watcher.debounce = new.debounce_ms / 1000
+        self.watcher.max_queue = new.max_queue
+        log.info("config reloaded", rebuild=rebuild)
+        if rebuild:
+            await self._reindex()
+
+    # -- batches ------------------------------------------------------------------------
+
+    async def _batch_loop(self) -> None:
+        backoff = 1.0
+        while True:
+            paths, rescan = await self.watcher.next_batch()
+            while True:
+                try:
+                    async with self._batch_lock:
+                        if self.stopping.is_set():
+                            return
+                        self.busy = True
+                        try:
+                            await self._apply(paths, rescan)
+                        finally:
+                            self.busy = False
+                    backoff = 1.0
+                    break
+                except Exception as exc:  # keep the paths; retry, later with a full reconcile
+                    self.store_behind = True
+                    self.last_error = f"{type(exc).__name__}: {exc}"
+                    log.error("batch failed; will retry", error=self.last_error, retry_in=backoff)
+                    notify(f"STATUS=store behind: {self.last_error}")
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 60.0)
+
+    async def _apply(self, paths: set[str], rescan: bool) -> None:
+        started = time.perf_counter()
+        if rescan:
+            fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.vg.filter)
+            paths = paths | changed(self._snapshot, fresh) | set(self.index.vg.notes) | set(fresh)
+        delta = self.index.vg.update(paths)
+        if self.store_behind:
+            report = await self.index.sink.reconcile_all()
+            self.store_behind = False
+            self.last_error = None
+        else:
+            report = await self.index.sink.apply(delta)
+        self.batches += 1
+        self.last_sync = time.time()
+        if delta or any(report.writes.values()):
+            log.info(
+                "batch",
+                paths=len(paths),
+                **delta.summary(),
+                writes=report.writes,
+                embedded=report.embedded,
+                seconds=round(time.perf_counter() - started, 3),
+            )
+            notify(
+                f"STATUS=watching {len(self.index.vg.notes)} notes; last batch {len(paths)} paths"
+            )
+
+    async def _reconcile_loop(self) -> None:
+        """Stat-based scan every interval: catches anything the OS did not report."""
+        while True:
+            await asyncio.sleep(self.cfg.reconcile_interval_s)
+            fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.vg.filter)
+            diff = changed(self._snapshot, fresh)
+            self._snapshot = fresh
+            if diff:
+                log.info("reconciliation found changes", paths=len(diff))
+                self.watcher.add(sorted(diff))
+
+    async def _reindex(self) -> None:
+        if self.reindexing:
+            return
+        self.reindexing = True
+        try:
+            self.watcher.request_rescan()
+            self.index = await self.index.reload(self._options())
+            self.watcher.filter = self.index.vg.filter
+            await self.index.sink.reconcile_all()
+            log.info("reindex done", notes=len(self.index.vg.notes))
+        finally:
+            self.reindexing = False
+
+    # -- socket ----------------------------------------------------------------------------
+
+    async def _listen(self, path: Path) -> asyncio.AbstractServer:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(path.parent, 0o700)
+        if path.exists() or path.is_symlink():
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(path))
+                raise SystemExit(f"another wikid daemon already listens on {path}")
+            except (ConnectionRefusedError, FileNotFoundError):
+                path.unlink()  # a stale socket from a crash
+            finally:
+                probe.close()
+        old = os.umask(0o177)
+        try:
+            server = await asyncio.start_unix_server(
+                self._client, path=str(path), limit=MAX_REQUEST
+            )
+        finally:
+            os.umask(old)
+        os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+        return server
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while not reader.at_eof():
+                try:
+                    line = await reader.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    await self._send(
+                        writer, None, error=("too_large", f"request over {MAX_REQUEST} bytes")
+                    )
+                    break
+                if not line.strip():
+                    continue
+                reply = await self._handle(line)
+                await self._send(writer, reply.get("id"), **reply)
+                if reply.get("stop"):
+                    self.stopping.set()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        rid: Any,
+        result: Any = None,
+        error: tuple[str, str] | None = None,
+        **_: Any,
+    ) -> None:
+        if error:
+            msg: dict[str, Any] = {
+                "id": rid,
+                "ok": False,
+                "error": {"code": error[0], "message": error[1]},
+            }
+        else:
+            msg = {"id": rid, "ok": True, "result": result}
+        writer.write(json.dumps(msg, ensure_ascii=False, default=str).encode() + b"\n")
+        await writer.drain()
+
+    async def _handle(self, line: bytes) -> dict[str, Any]:
+        rid = None
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict):
+                raise ValueError("a request is a JSON object")
+            rid = req.get("id")
+        except (ValueError, UnicodeDecodeError) as exc:
+            return {"id": None, "error": ("bad_json", f"malformed request: {exc}")}
+        op = req.get("op")
+        try:
+            result, stop = await self._dispatch(op, req)
+            return {"id": rid, "result": result, "stop": stop}
+        except api.ApiError as exc:
+            return {"id": rid, "error": (exc.code, str(exc))}
+        except Exception as exc:
+            log.error("request failed", op=op, error=repr(exc))
+            return {"id": rid, "error": ("internal", f"{type(exc).__name__}: {exc}")}
+
+    async def _dispatch(self, op: Any, req: dict[str, Any]) -> tuple[Any, bool]:
+        vg = self.index.vg
+        if op == "status":
+            return self.status(), False
+        if op == "links":
+            return api.links(vg, req.get("note", "")), False
+        if op == "backlinks":
+            return api.backlinks(vg, req.get("note", "")), False
+        if op == "broken":
+            return api.broken(vg), False
+        if op == "graph":
+            return api.graph(vg), False
+        if op == "query":
+            return await api.query(
+                self.index,
+                req.get("text", ""),
+                req.get("mode") or self.cfg.query_mode,
+                req.get("top_k"),
+            ), False
+        if op == "reindex":
+            self._spawn(self._reindex())
+            return {"started": True}, False
+        if op == "stop":
+            return {"stopping": True}, True
+        raise api.ApiError(
+            "unknown_op",
+            f"unknown op {op!r}; known: status, links, backlinks, broken, "
+            "graph, query, reindex, stop",
+        )
+
+    def status(self) -> dict[str, Any]:
+        counts = self.index.store.ledger.counts()
+        return {
+            "vault": str(self.cfg.path),
+            "ready": self.ready,
+            "notes": len(self.index.vg.notes),
+            "entities": counts["entities"],
+            "relations": counts["relations"],
+            "chunks": counts["chunks"],
+            "queue": self.watcher.queued,
+            "busy": self.busy,
+            "lag_seconds": round(self.watcher.lag, 3),
+            "last_sync": self.last_sync,
+            "batches": self.batches,
+            "rejected": self.index.vg.problems,
+            "store": {
+                "backend": self.cfg.store,
+                "workdir": str(self.cfg.workdir),
+                "behind": self.store_behind,
+                "last_error": self.last_error,
+            },
+            "embedding_model": self.index.store.embedder.model_id,
+            "llm_calls": self.index.store.llm_calls,
+            "reindexing": self.reindexing,
+            "uptime_seconds": round(time.time() - self.started, 1),
+            "pid": os.getpid(),
+        }
+
+
+def run(cfg: VaultConfig, config_path: Path | None = None) -> int:
+    return asyncio.run(Daemon(cfg, config_path).run())

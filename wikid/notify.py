@@ -1,0 +1,34 @@
+"""The systemd notify protocol (``sd_notify``), without a dependency.
+
+Why by hand: it is one datagram to ``$NOTIFY_SOCKET``; outside systemd the
+variable is unset and every call is a no-op.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+
+def notify(*lines: str) -> bool:
+    """Send e.g. ``notify("READY=1", "STATUS=indexed 120 notes")``; False outside systemd."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return False
+    target = "\0" + address[1:] if address.startswith("@") else address
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.connect(target)
+            sock.sendall("\n".join(lines).encode())
+        return True
+    except OSError:
+        return False
+
+
+def watchdog_interval() -> float | None:
+    """Seconds between WATCHDOG=1 pings (half systemd's WatchdogSec), or None."""
+    usec = os.environ.get("WATCHDOG_USEC")
+    pid = os.environ.get("WATCHDOG_PID")
+    if not usec or (pid and pid != str(os.getpid())):
+        return None
+    return int(usec) / 2_000_000
