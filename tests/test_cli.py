@@ -45,3 +45,25 @@ def test_graph_summary_is_readable() -> None:
     assert (
         "notes        6" in result.output and "ghosts       1 unresolved targets" in result.output
     )
+
+
+def test_readme_command_one_runs_the_demo() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "wikid.demo", str(EXAMPLE)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "6 notes -> 15 entities" in out and "LLM calls: 0" in out
+    assert "entity  " in out and "the daemon saw the new link" in out and "Mary Somerville" in out
+    assert (
+        not (EXAMPLE / ".." / "example-vault" / "People" / "Ada Lovelace.md")
+        .read_text()
+        .count("Somerville")
+    )

@@ -234,3 +234,42 @@ def test_client_says_how_to_start_a_daemon(tmp_path: Path) -> None:
     )
     assert proc.returncode == 3
     assert "no wikid daemon is running" in proc.stderr and "wikid run --vault" in proc.stderr
+
+
+def test_atomic_save_swap_files_and_case_only_rename(daemon: DaemonProc) -> None:
+    vault = daemon.vault
+    tmp = vault / "Welcome.md.tmp"  # an editor's atomic save: write a temp file, rename over
+    tmp.write_text(
+        "# Welcome\n\nSaved atomically, now linking [[Graph RAG]] only.\n", encoding="utf-8"
+    )
+    os.replace(tmp, vault / "Welcome.md")
+    (vault / ".Welcome.md.swp").write_bytes(b"vim swap")  # never vault content
+    (vault / "Ideas" / "Zettelkasten.md").rename(vault / "Ideas" / "zettelkasten.md")
+    daemon.settle()
+    assert daemon.call("graph") == to_json(VaultGraph.load(vault).g)
+    assert _targets(daemon, "Welcome") == {"Ideas/Graph RAG.md"}
+    ids = {n["id"] for n in daemon.call("graph")["nodes"]}
+    assert "Ideas/zettelkasten.md" in ids and "Ideas/Zettelkasten.md" not in ids
+    assert not any("swp" in i or i.endswith(".tmp") for i in ids)
+
+
+def test_an_overflowing_queue_becomes_one_full_rescan(tmp_path: Path) -> None:
+    d = DaemonProc(
+        copy_example(tmp_path / "vault"), tmp_path, env={"WIKID_MAX_QUEUE": "10"}
+    ).start()
+    try:
+        for i in range(60):
+            write(d.vault, f"flood/f{i}.md", f"Flood {i} [[Welcome]]\n")
+        d.settle()
+        assert d.call("graph") == to_json(VaultGraph.load(d.vault).g)
+        assert d.call("status")["notes"] == 66
+    finally:
+        d.stop()
+
+
+def test_sigterm_exits_cleanly_and_removes_the_socket(tmp_path: Path) -> None:
+    d = DaemonProc(copy_example(tmp_path / "vault"), tmp_path).start()
+    assert d.proc is not None
+    d.proc.send_signal(15)
+    assert d.proc.wait(timeout=60) == 0
+    assert not d.socket.exists()
