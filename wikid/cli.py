@@ -127,9 +127,20 @@ def index(
             backend=cfg.store,
             options=VaultOptions(ignore=cfg.ignore, max_note_bytes=cfg.max_note_bytes),
         )
+        if sys.stderr.isatty() and not as_json:
+            done = [0]
+
+            def progress(n: int) -> None:  # a live count on the terminal while the model runs
+                done[0] += n
+                sys.stderr.write(f"\rembedding {done[0]} texts, {idx.store.llm_calls} LLM calls ")
+                sys.stderr.flush()
+
+            idx.store.progress = progress
         try:
             return await idx.sync()
         finally:
+            if idx.store.progress is not None:
+                sys.stderr.write("\n")
             await idx.close()
 
     result = asyncio.run(run())

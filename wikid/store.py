@@ -18,6 +18,7 @@ import hashlib
 import logging
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,8 @@ class Store:
         self.llm_calls = 0
         self.embedded = 0  # texts actually sent to the model (cache misses)
         self._caching = False
+        # Called with the number of texts just embedded (a progress bar in ``wikid index``).
+        self.progress: Callable[[int], None] | None = None
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / workspace).mkdir(parents=True, exist_ok=True)
         self.ledger = Ledger(workdir / workspace / LEDGER_FILE)
@@ -163,6 +166,8 @@ class Store:
             vectors = await asyncio.to_thread(self.embedder.embed, [t for _, t in missing])
             fresh = {h: v for (h, _), v in zip(missing, vectors, strict=True)}
             self.embedded += len(missing)
+            if self.progress is not None:
+                self.progress(len(missing))
             if self._caching:
                 self.ledger.add_vectors(fresh)
             cached.update(fresh)
