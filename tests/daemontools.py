@@ -32,6 +32,7 @@ class DaemonProc:
             **(env or {}),
         }
         self.proc: subprocess.Popen[bytes] | None = None
+        self.extra_args: list[str] = []
         self.log = tmp / "daemon.log"
 
     def start(self, wait: bool = True, timeout: float = 300) -> DaemonProc:
@@ -48,6 +49,7 @@ class DaemonProc:
                     str(self.socket),
                     "--workdir",
                     str(self.workdir),
+                    *self.extra_args,
                 ],
                 env=self.env,
                 stdout=log,

@@ -273,3 +273,29 @@ def test_sigterm_exits_cleanly_and_removes_the_socket(tmp_path: Path) -> None:
     d.proc.send_signal(15)
     assert d.proc.wait(timeout=60) == 0
     assert not d.socket.exists()
+
+
+def test_sighup_reloads_the_config(tmp_path: Path) -> None:
+    vault = copy_example(tmp_path / "vault")
+    config = tmp_path / "wikid.toml"
+    config.write_text(f'[vaults.demo]\npath = "{vault}"\n', encoding="utf-8")
+    d = DaemonProc(vault, tmp_path)
+    d.extra_args = ["--config", str(config)]
+    d.start()
+    try:
+        assert d.call("status")["notes"] == 6
+        config.write_text(
+            f'ignore = ["Ideas/"]\n[vaults.demo]\npath = "{vault}"\n', encoding="utf-8"
+        )
+        assert d.proc is not None
+        d.proc.send_signal(1)  # SIGHUP
+        deadline = time.monotonic() + 120
+        while d.call("status")["notes"] != 3:
+            assert time.monotonic() < deadline, "config not reloaded"
+            time.sleep(0.2)
+        d.settle()
+        assert not any(
+            n["id"].startswith("Ideas/") for n in d.call("graph")["nodes"] if n["kind"] == "note"
+        )
+    finally:
+        d.stop()
