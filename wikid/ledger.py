@@ -130,16 +130,6 @@ class Ledger:
         rows = self.db.execute("SELECT id, record FROM docs WHERE path=?", (path,))
         return {i: json.loads(r) for i, r in rows}
 
-    def record(self, kind: str, key: str) -> dict[str, Any] | None:
-        table, col = {
-            "entity": ("entities", "name"),
-            "relation": ("relations", "key"),
-            "chunk": ("chunks", "id"),
-            "doc": ("docs", "id"),
-        }[kind]
-        row = self.db.execute(f"SELECT record FROM {table} WHERE {col}=?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
-
     def all_nodes(self) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT node FROM entities")}
 
@@ -157,10 +147,6 @@ class Ledger:
             "relations": self.db.execute("SELECT count(*) FROM relations").fetchone()[0],
             "chunks": self.db.execute("SELECT count(*) FROM chunks").fetchone()[0],
         }
-
-    def last_synced(self) -> float | None:
-        row = self.db.execute("SELECT max(synced_at) FROM notes").fetchone()
-        return float(row[0]) if row and row[0] is not None else None
 
     # pending
 
@@ -244,12 +230,6 @@ class Ledger:
                 "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
                 ((h, v.astype(np.float32).tobytes()) for h, v in items.items()),
             )
-
-    def prune_vectors(self, keep: set[str]) -> int:
-        stale = [r[0] for r in self.db.execute("SELECT hash FROM vectors") if r[0] not in keep]
-        with self._tx():
-            self.db.executemany("DELETE FROM vectors WHERE hash=?", ((h,) for h in stale))
-        return len(stale)
 
     def _tx(self) -> _Transaction:
         return _Transaction(self.db)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from lightrag.utils import normalize_entity_name
@@ -129,14 +128,6 @@ class Namer:
 
 
 # -- records -------------------------------------------------------------------
-
-
-@dataclass
-class Desired:
-    """What the store must hold for a set of keys (None: must not hold)."""
-
-    entities: dict[str, tuple[str, Record] | None]  # node -> (name, record)
-    relations: dict[tuple[str, str], tuple[str, Record] | None]  # node pair -> (key, record)
 
 
 class Mapper:
