@@ -244,6 +244,11 @@ class Daemon:
                     await self._send(
                         writer, None, error=("too_large", f"request over {MAX_REQUEST} bytes")
                     )
+                    # Half-close, then drain what the client still sends (bounded), so the
+                    # close does not reset the connection and lose the reply.
+                    writer.write_eof()
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(_discard(reader, 64 * MAX_REQUEST), timeout=5)
                     break
                 if not line.strip():
                     continue
@@ -353,6 +358,11 @@ class Daemon:
             "uptime_seconds": round(time.time() - self.started, 1),
             "pid": os.getpid(),
         }
+
+
+async def _discard(reader: asyncio.StreamReader, limit: int) -> None:
+    while limit > 0 and (chunk := await reader.read(1 << 16)):
+        limit -= len(chunk)
 
 
 def run(cfg: VaultConfig, config_path: Path | None = None) -> int:
