@@ -1,0 +1,426 @@
+"""Conformance of the SQLite storages: every method, against LightRAG's stock storage.
+
+The contract of a LightRAG storage is its base class plus how the stock
+implementation behaves (what a miss returns, merge-on-upsert, undirected
+edges, cursor pagination...). So each test drives a stock storage and a
+SQLite one through the same calls and requires the same answers, then checks
+that every public method of the base classes was called at least once: a
+method added upstream and not exercised here fails the suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import itertools
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from lightrag.base import (
+    BaseGraphStorage,
+    BaseKVStorage,
+    BaseVectorStorage,
+    DocStatus,
+    DocStatusStorage,
+    StorageNameSpace,
+)
+from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
+from lightrag.kg.json_kv_impl import JsonKVStorage
+from lightrag.kg.nano_vector_db_impl import NanoVectorDBStorage
+from lightrag.kg.networkx_impl import NetworkXStorage
+from lightrag.kg.shared_storage import initialize_share_data
+from lightrag.utils import EmbeddingFunc
+
+from wikid._sqlite import Database
+from wikid.embed import default_embedder
+from wikid.sqlite_backend import DB_FILE
+from wikid.sqlite_graph import SQLiteGraphStorage
+from wikid.sqlite_kv import SQLiteDocStatusStorage, SQLiteKVStorage
+from wikid.sqlite_vector import SQLiteVectorStorage
+
+VOLATILE = {"create_time", "update_time", "created_at", "__created_at__", "_write_seq"}
+_ids = itertools.count()
+
+
+def _plain(x: Any) -> Any:
+    """Comparable form: dataclasses and models as dicts, no timestamps, rounded floats."""
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        x = {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
+    if hasattr(x, "model_dump"):
+        x = x.model_dump()
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items() if k not in VOLATILE}
+    if isinstance(x, list | tuple):
+        return [_plain(v) for v in x]
+    if isinstance(x, set):
+        return sorted(_plain(v) for v in x)
+    if isinstance(x, float | np.floating):
+        return round(float(x), 4)
+    return x
+
+
+def _sorted(x: Any) -> Any:
+    return sorted(x, key=repr) if isinstance(x, list) else x
+
+
+class Twin:
+    """A stock storage and a SQLite one, driven alike; records which methods ran."""
+
+    def __init__(self, stock: Any, ours: Any) -> None:
+        self.stock, self.ours = stock, ours
+        self.called: set[str] = set()
+
+    async def __call__(self, name: str, *args: Any, unordered: bool = False, **kw: Any) -> Any:
+        self.called.add(name)
+        a = _plain(await getattr(self.stock, name)(*args, **kw))
+        b = _plain(await getattr(self.ours, name)(*args, **kw))
+        if unordered:
+            a, b = _sorted(a), _sorted(b)
+        assert b == a, f"{name}{args}: sqlite {b!r} != stock {a!r}"
+        return b
+
+    def check_coverage(self, *bases: type) -> None:
+        wanted = {
+            n
+            for base in bases
+            for n, _ in inspect.getmembers(base, inspect.iscoroutinefunction)
+            if not n.startswith("_") and n in base.__dict__
+        }
+        assert wanted <= self.called, f"not exercised: {sorted(wanted - self.called)}"
+
+
+def _config(tmp_path: Path) -> dict[str, Any]:
+    return {
+        "working_dir": str(tmp_path),
+        "embedding_batch_num": 16,
+        "vector_db_storage_cls_kwargs": {"cosine_better_than_threshold": 0.2},
+        "max_graph_nodes": 1000,
+    }
+
+
+def _embedding() -> EmbeddingFunc:
+    model = default_embedder()
+
+    async def embed(texts: list[str], **_: Any) -> np.ndarray:
+        return model.embed(list(texts))
+
+    return EmbeddingFunc(embedding_dim=model.dim, max_token_size=256, func=embed)
+
+
+def _twin(tmp_path: Path, stock_cls: type, ours_cls: type, namespace: str, **kw: Any) -> Twin:
+    initialize_share_data()
+    ws = f"conf{next(_ids)}"
+    common = {"namespace": namespace, "global_config": _config(tmp_path), **kw}
+    return Twin(
+        stock_cls(workspace=f"{ws}_stock", **common), ours_cls(workspace=f"{ws}_sqlite", **common)
+    )
+
+
+def run(tmp_path: Path, body: Callable[[Twin], Awaitable[None]], twin: Twin) -> None:
+    async def main() -> None:
+        await twin("initialize")
+        try:
+            await body(twin)
+            await twin("index_done_callback")
+            await twin("drop_pending_index_ops")
+        finally:
+            await twin("finalize")
+
+    asyncio.run(main())
+
+
+# -- KV ------------------------------------------------------------------------------------
+
+
+def test_kv_storage_matches_stock(tmp_path: Path) -> None:
+    twin = _twin(tmp_path, JsonKVStorage, SQLiteKVStorage, "text_chunks", embedding_func=None)
+
+    async def body(t: Twin) -> None:
+        assert await t("is_empty") is True
+        await t("upsert", {"a": {"content": "alpha", "n": 1}, "b": {"content": "beta"}})
+        await t("upsert", {"a": {"content": "alpha 2"}})  # replace, not merge
+        assert (await t("get_by_id", "a"))["content"] == "alpha 2"
+        assert await t("get_by_id", "missing") is None
+        await t("get_by_id_strict", "b")
+        assert (await t("get_by_ids", ["b", "missing", "a"]))[1] is None
+        assert await t("filter_keys", {"a", "z"}) == ["z"]
+        await t("delete", ["a", "never"])
+        assert await t("is_empty") is False
+        await t("get_by_ids", ["a", "b"])
+        assert (await t("drop"))["status"] == "success"
+        assert await t("is_empty") is True
+
+    run(tmp_path, body, twin)
+    twin.check_coverage(StorageNameSpace, BaseKVStorage)
+
+
+# -- doc status ----------------------------------------------------------------------------
+
+
+def _doc(status: DocStatus, path: str, n: int, track: str = "t1") -> dict[str, Any]:
+    return {
+        "status": status.value,
+        "file_path": path,
+        "content_summary": f"doc {n}",
+        "content_length": 10 * n,
+        "chunks_count": n,
+        "chunks_list": [f"chunk-{n}-{i}" for i in range(n)],
+        "track_id": track,
+        "content_hash": f"hash{n}",
+        "created_at": f"2026-01-0{n}T00:00:00+00:00",
+        "updated_at": f"2026-02-0{n}T00:00:00+00:00",
+    }
+
+
+def test_doc_status_storage_matches_stock(tmp_path: Path) -> None:
+    twin = _twin(
+        tmp_path, JsonDocStatusStorage, SQLiteDocStatusStorage, "doc_status", embedding_func=None
+    )
+    P, F = DocStatus.PROCESSED, DocStatus.FAILED
+
+    async def body(t: Twin) -> None:
+        await t(
+            "upsert",
+            {
+                "doc-1": _doc(P, "Notes/a.md", 1),
+                "doc-2": _doc(F, "Notes/b.md", 2, "t2"),
+                "doc-3": _doc(P, "Other/a.md", 3),
+                "doc-4": _doc(P, "Notes/a.md", 4),  # a second row for one source
+            },
+        )
+        await t("get_status_counts")
+        await t("get_all_status_counts")
+        await t("get_docs_by_statuses", [P])
+        await t("get_docs_by_statuses", [P, F], strict=True)
+        await t("count_docs_by_statuses", [P])
+        await t("get_docs_by_track_id", "t1")
+        for direction in ("asc", "desc"):
+            await t(
+                "get_docs_paginated", status_filter=P, page=1, page_size=2, sort_direction=direction
+            )
+        await t("get_docs_paginated", status_filters=[P, F], sort_field="created_at")
+        page = await t("get_docs_by_statuses_page", [P], limit=2)
+        cursor = await t.ours.get_docs_by_statuses_page([P], limit=2)
+        await t("get_docs_by_statuses_page", [P], limit=2, position=cursor.next_position)
+        assert page
+        await t("get_docs_by_ids", ["doc-1", "nope"])
+        await t("get_full_docs_by_ids", ["doc-2", "doc-3"])
+        await t("get_doc_by_file_path", "Notes/b.md")
+        await t("get_doc_by_file_basename", "b.md")
+        await t("get_doc_by_content_hash", "hash3")
+        await t("get_doc_by_content_hash", "hash3", exclude_doc_id="doc-3")
+        await t("update_doc_status_fields", "doc-2", {"status": P.value, "error_msg": None})
+        await t("update_doc_status_fields", "ghost", {"status": P.value}, missing_ok=True)
+        await t("resolve_doc_source_strict", "Notes/a.md")
+        await t("resolve_doc_source_strict", "Notes/b.md")
+        conflicts = await t("list_source_conflicts_page", limit=10)
+        assert [c["canonical_source_key"] for c in conflicts["conflicts"]] == ["Notes/a.md"]
+        (c,) = conflicts["conflicts"]
+        fingerprint = JsonDocStatusStorage._conflict_fingerprint(sorted(c["sample_doc_ids"]))
+        for dry_run in (True, False):
+            await t(
+                "repair_source_conflict",
+                c["canonical_source_key"],
+                primary_doc_id="doc-4",
+                expected_candidate_count=c["candidate_count"],
+                expected_candidate_fingerprint=fingerprint,
+                dry_run=dry_run,
+            )
+        await t("resolve_doc_source_strict", "Notes/a.md")
+        await t("filter_keys", {"doc-1", "doc-9"})
+        await t("get_by_id", "doc-1")
+        await t("get_by_id_strict", "doc-3")
+        await t("get_by_ids", ["doc-3", "doc-9"])
+        await t("delete", ["doc-1"])
+        await t("is_empty")
+        await t("get_status_counts")
+        await t("drop")
+        await t("is_empty")
+
+    run(tmp_path, body, twin)
+    twin.check_coverage(StorageNameSpace, BaseKVStorage, DocStatusStorage)
+
+
+# -- vectors -------------------------------------------------------------------------------
+
+
+def test_vector_storage_matches_stock(tmp_path: Path) -> None:
+    twin = _twin(
+        tmp_path,
+        NanoVectorDBStorage,
+        SQLiteVectorStorage,
+        "relationships",
+        embedding_func=_embedding(),
+        meta_fields={"src_id", "tgt_id", "content", "file_path"},
+    )
+    rows = {
+        f"rel-{i}": {
+            "src_id": s,
+            "tgt_id": o,
+            "content": f"{s} relates to {o}",
+            "file_path": "x.md",
+        }
+        for i, (s, o) in enumerate(
+            [("Ada", "Babbage"), ("Ada", "Engine"), ("Turing", "Enigma"), ("Babbage", "Engine")]
+        )
+    }
+
+    async def body(t: Twin) -> None:
+        await t("upsert", rows)
+        await t("index_done_callback")
+        await t("query", "Who designed the engine?", top_k=3)
+        await t("query", "codebreaking machine", top_k=10)
+        await t("get_by_id", "rel-1")
+        await t("get_by_id", "rel-9")
+        await t("get_by_ids", ["rel-2", "rel-9", "rel-0"])
+        # Stock keeps float16 on disk and returns those; wikid keeps float32.
+        t.called.add("get_vectors_by_ids")
+        ours = await t.ours.get_vectors_by_ids(["rel-0", "rel-9"])
+        stock = await t.stock.get_vectors_by_ids(["rel-0", "rel-9"])
+        assert list(ours) == list(stock) == ["rel-0"]
+        a, b = np.array(ours["rel-0"]), np.array(stock["rel-0"])
+        assert len(a) == 384 and a @ b / np.linalg.norm(a) / np.linalg.norm(b) > 0.9999
+        await t("upsert", {"rel-0": {**rows["rel-0"], "content": "Ada worked with Babbage"}})
+        await t("delete", ["rel-3"])
+        await t("index_done_callback")
+        await t("query", "Babbage", top_k=5)
+        await t("delete_entity_relation", "Ada")
+        await t("index_done_callback")
+        await t("get_by_ids", list(rows))
+        await t(
+            "upsert", {"ent-x": {"content": "X", "src_id": "X", "tgt_id": "Y", "file_path": "y.md"}}
+        )
+        await t("delete_entity", "Turing")
+        await t("index_done_callback")
+        await t("query", "anything at all", top_k=10, query_embedding=None)
+        await t("drop")
+        await t("query", "Babbage", top_k=5)
+
+    run(tmp_path, body, twin)
+    twin.check_coverage(StorageNameSpace, BaseVectorStorage)
+
+
+# -- graph ---------------------------------------------------------------------------------
+
+
+def test_graph_storage_matches_stock(tmp_path: Path) -> None:
+    twin = _twin(
+        tmp_path, NetworkXStorage, SQLiteGraphStorage, "chunk_entity_relation", embedding_func=None
+    )
+
+    def node(kind: str) -> dict[str, str]:
+        return {"entity_type": kind, "description": f"a {kind}", "source_id": "c1"}
+
+    def edge(w: str) -> dict[str, str]:
+        return {"weight": w, "description": "linked", "keywords": "k", "source_id": "c1"}
+
+    async def body(t: Twin) -> None:
+        await t("upsert_node", "Ada", node("person"))
+        await t("upsert_nodes_batch", [("Babbage", node("person")), ("Engine", node("machine"))])
+        await t("upsert_node", "Ada", {"extra": "merged"})  # merges attributes
+        await t("upsert_edge", "Ada", "Babbage", edge("1.0"))
+        await t(
+            "upsert_edges_batch",
+            [("Engine", "Ada", edge("2.0")), ("Babbage", "Engine", edge("1.0"))],
+        )
+        await t("upsert_edge", "Babbage", "Ada", {"weight": "3.0"})  # the same undirected edge
+        await t("upsert_edge", "Ada", "Newcomer", edge("1.0"))  # creates the missing end node
+        await t("upsert_edge", "Loop", "Loop", edge("1.0"))
+        for n in ("Ada", "Newcomer", "Nobody", "Loop"):
+            await t("has_node", n)
+            await t("get_node", n)
+            await t("node_degree", n)
+            await t("get_node_edges", n, unordered=True)
+        await t("has_edge", "Babbage", "Ada")
+        await t("has_edge", "Ada", "Nobody")
+        await t("get_edge", "Ada", "Babbage")
+        await t("get_edge", "Babbage", "Ada")
+        await t("edge_degree", "Ada", "Engine")
+        await t("get_nodes_batch", ["Ada", "Nobody", "Engine"])
+        await t("has_nodes_batch", ["Ada", "Nobody"])
+        await t("node_degrees_batch", ["Ada", "Engine", "Nobody"])
+        await t("edge_degrees_batch", [("Ada", "Engine"), ("Babbage", "Ada")])
+        await t("get_edges_batch", [{"src": "Ada", "tgt": "Engine"}, {"src": "X", "tgt": "Ada"}])
+        got = await t.ours.get_nodes_edges_batch(["Ada", "Nobody"])
+        want = await t.stock.get_nodes_edges_batch(["Ada", "Nobody"])
+        t.called.add("get_nodes_edges_batch")
+        assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in want.items()}
+        await t("get_all_labels")
+        await t("get_popular_labels", 3)
+        await t("search_labels", "a")
+        await t("search_labels", "")
+        await t("get_all_nodes", unordered=True)
+        await t("get_all_edges", unordered=True)
+        for label, depth, limit in (
+            ("*", 3, 2),
+            ("*", 3, None),
+            ("Ada", 1, 3),
+            ("Babbage", 3, 2),
+            ("Nobody", 2, 5),
+        ):
+            a = _plain(await t.stock.get_knowledge_graph(label, depth, limit))
+            b = _plain(await t.ours.get_knowledge_graph(label, depth, limit))
+            for kg in (a, b):
+                kg["nodes"].sort(key=repr)
+                kg["edges"].sort(key=repr)
+            assert b == a, (label, depth, limit)
+        t.called.add("get_knowledge_graph")
+        await t("remove_edges", [("Engine", "Babbage"), ("Nobody", "Ada")])
+        await t("delete_node", "Engine")
+        await t("remove_nodes", ["Newcomer", "Nobody"])
+        await t("get_all_nodes", unordered=True)
+        await t("get_all_edges", unordered=True)
+        await t("drop")
+        await t("get_all_labels")
+
+    run(tmp_path, body, twin)
+    twin.check_coverage(StorageNameSpace, BaseGraphStorage)
+
+
+# -- the shared connection -----------------------------------------------------------------
+
+
+def _rows(path: Path) -> Iterator[tuple[str, str]]:
+    db = Database.open(path)
+    try:
+        yield from db.conn.execute("SELECT ns, id FROM lr_kv ORDER BY id")
+    finally:
+        db.release()
+
+
+def test_a_failed_batch_rolls_back_every_storage_and_the_vector_cache(tmp_path: Path) -> None:
+    """Storages share one connection: an outer transaction that fails leaves no row of
+    any of them, and the in-memory vector matrix forgets what it was told."""
+    cfg = _config(tmp_path)
+
+    async def main() -> None:
+        initialize_share_data()
+        kv = SQLiteKVStorage(
+            namespace="full_docs", workspace="rb", global_config=cfg, embedding_func=None
+        )
+        vdb = SQLiteVectorStorage(
+            namespace="chunks",
+            workspace="rb",
+            global_config=cfg,
+            embedding_func=_embedding(),
+            meta_fields={"content"},
+        )
+        await kv.initialize()
+        await vdb.initialize()
+        await kv.upsert({"kept": {"content": "kept"}})
+        with pytest.raises(RuntimeError), kv._db.transaction():
+            await kv.upsert({"lost": {"content": "lost"}})
+            await vdb.upsert({"c1": {"content": "lost chunk"}})
+            assert await vdb.query("lost chunk", top_k=1)
+            raise RuntimeError("crash mid-batch")
+        assert await kv.get_by_id("lost") is None and await kv.get_by_id("kept")
+        assert await vdb.query("lost chunk", top_k=1) == []
+        await kv.finalize()
+        await vdb.finalize()
+
+    asyncio.run(main())
+    assert [k for _, k in _rows(tmp_path / "rb" / DB_FILE)] == ["kept"]

@@ -1,0 +1,281 @@
+"""LightRAG's vector storage on SQLite: float32 blobs in rows, searched in memory.
+
+Why in memory: a query scores every vector of a namespace, and a numpy matrix
+product over ~100k x 384 floats takes milliseconds, while reading them from
+SQLite each time would not. The matrix is the only thing held in memory
+(metadata stays in rows and is read for the hits only), it is updated in
+place by this process's writes, and it is reloaded when another process has
+committed to the file or a batch rolled back (``Database.epoch``).
+
+Vectors are embedded on ``upsert`` (not deferred to the flush as NanoVectorDB
+does), so a row is never written without its vector.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from lightrag.base import BaseVectorStorage
+from lightrag.kg.shared_storage import get_namespace_lock
+from lightrag.utils import compute_mdhash_id, validate_workspace
+
+from wikid._sqlite import Database
+from wikid.sqlite_backend import open_database
+
+
+def _normalized(m: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: np.ndarray = (m / norms).astype(np.float32)
+    return out
+
+
+@dataclass
+class SQLiteVectorStorage(BaseVectorStorage):  # type: ignore[misc]
+    """Rows ``(ns, id, vec, data, created_at)`` in ``lr_vectors``; cosine similarity."""
+
+    def __post_init__(self) -> None:
+        validate_workspace(self.workspace)  # type: ignore[has-type]
+        self._validate_embedding_func()
+        self.workspace = self.workspace or ""  # type: ignore[has-type]
+        kwargs = self.global_config.get("vector_db_storage_cls_kwargs", {})
+        threshold = kwargs.get("cosine_better_than_threshold")
+        if threshold is None:
+            raise ValueError(
+                "cosine_better_than_threshold must be set in vector_db_storage_cls_kwargs"
+            )
+        self.cosine_better_than_threshold = threshold
+        self._batch = int(self.global_config.get("embedding_batch_num", 32))
+        self._db: Database | None = None
+        self._lock: Any = None
+        self._epoch: tuple[int, int] | None = None
+        self._ids: list[str] = []
+        self._pos: dict[str, int] = {}
+        self._mat = np.zeros((0, self._dim), np.float32)
+
+    @property
+    def _dim(self) -> int:
+        return int(self.embedding_func.embedding_dim) if self.embedding_func else 0
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def initialize(self) -> None:
+        self._lock = get_namespace_lock(self.namespace, workspace=self.workspace)
+        if self._db is None:
+            self._db = open_database(self.global_config, self.workspace)
+        self._load()
+
+    async def finalize(self) -> None:
+        if self._db is not None:
+            self._db.release()
+            self._db = None
+
+    async def index_done_callback(self) -> bool:
+        """Rows are written as they come; there is nothing to flush (True, as stock)."""
+        return True
+
+    async def drop(self) -> dict[str, str]:
+        try:
+            with self.db.transaction() as conn:
+                conn.execute("DELETE FROM lr_vectors WHERE ns=?", (self.namespace,))
+            self._load()
+            return {"status": "success", "message": "data dropped"}
+        except Exception as e:  # the base contract reports, not raises
+            return {"status": "error", "message": str(e)}
+
+    @property
+    def db(self) -> Database:
+        if self._db is None:
+            raise RuntimeError(f"{self.namespace}: storage used before initialize()")
+        return self._db
+
+    # -- the in-memory matrix -----------------------------------------------------------
+
+    def _load(self) -> None:
+        rows = self.db.conn.execute(
+            "SELECT id, vec FROM lr_vectors WHERE ns=? ORDER BY id", (self.namespace,)
+        ).fetchall()
+        self._ids = [r[0] for r in rows]
+        self._pos = {k: i for i, k in enumerate(self._ids)}
+        self._mat = (
+            _normalized(np.stack([np.frombuffer(r[1], np.float32) for r in rows]))
+            if rows
+            else np.zeros((0, self._dim), np.float32)
+        )
+        self._epoch = self.db.epoch()
+
+    def _fresh(self) -> None:
+        if self._epoch != self.db.epoch():
+            self._load()
+
+    def _put(self, ids: list[str], vectors: np.ndarray) -> None:
+        vectors = _normalized(vectors)
+        new = [k for k in ids if k not in self._pos]
+        if new:
+            start = len(self._ids)
+            self._ids.extend(new)
+            for i, k in enumerate(new):
+                self._pos[k] = start + i
+            self._mat = np.concatenate([self._mat, np.zeros((len(new), self._dim), np.float32)])
+        for k, v in zip(ids, vectors, strict=True):
+            self._mat[self._pos[k]] = v
+
+    def _drop(self, ids: list[str]) -> None:
+        gone = [self._pos[k] for k in ids if k in self._pos]
+        if not gone:
+            return
+        keep = np.ones(len(self._ids), bool)
+        keep[gone] = False
+        self._ids = [k for k, kept in zip(self._ids, keep, strict=True) if kept]
+        self._pos = {k: i for i, k in enumerate(self._ids)}
+        self._mat = self._mat[keep]
+
+    # -- writes -------------------------------------------------------------------------
+
+    async def upsert(self, data: dict[str, dict[str, Any]]) -> None:
+        if not data:
+            return
+        self._fresh()
+        ids = list(data)
+        contents = [data[k]["content"] for k in ids]
+        parts = [
+            await self.embedding_func(contents[i : i + self._batch], context="document")
+            for i in range(0, len(contents), self._batch)
+        ]
+        vectors = np.concatenate(parts).astype(np.float32)
+        if len(vectors) != len(ids):
+            raise RuntimeError(f"{self.namespace}: {len(vectors)} vectors for {len(ids)} texts")
+        now = int(time.time())
+        with self.db.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO lr_vectors VALUES (?, ?, ?, ?, ?)",
+                (
+                    (
+                        self.namespace,
+                        k,
+                        v.tobytes(),
+                        json.dumps(
+                            {f: x for f, x in data[k].items() if f in self.meta_fields},
+                            ensure_ascii=False,
+                        ),
+                        now,
+                    )
+                    for k, v in zip(ids, vectors, strict=True)
+                ),
+            )
+        self._put(ids, vectors)
+        self._epoch = self.db.epoch()
+
+    async def delete(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        self._fresh()
+        with self.db.transaction() as conn:
+            conn.executemany(
+                "DELETE FROM lr_vectors WHERE ns=? AND id=?", ((self.namespace, k) for k in ids)
+            )
+        self._drop(list(ids))
+        self._epoch = self.db.epoch()
+
+    async def delete_entity(self, entity_name: str) -> None:
+        await self.delete([compute_mdhash_id(entity_name, prefix="ent-")])
+
+    async def delete_entity_relation(self, entity_name: str) -> None:
+        rows = self.db.conn.execute(
+            "SELECT id FROM lr_vectors WHERE ns=? AND "
+            "(json_extract(data, '$.src_id')=? OR json_extract(data, '$.tgt_id')=?)",
+            (self.namespace, entity_name, entity_name),
+        ).fetchall()
+        await self.delete([r[0] for r in rows])
+
+    # -- reads --------------------------------------------------------------------------
+
+    def _rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ",".join("?" * len(part))
+            for k, data, created in self.db.conn.execute(
+                f"SELECT id, data, created_at FROM lr_vectors WHERE ns=? AND id IN ({marks})",
+                (self.namespace, *part),
+            ):
+                out[k] = {
+                    **json.loads(data),
+                    "__id__": k,
+                    "__created_at__": created,
+                    "id": k,
+                    "created_at": created,
+                }
+        return out
+
+    async def query(
+        self, query: str, top_k: int, query_embedding: list[float] | None = None
+    ) -> list[dict[str, Any]]:
+        if query_embedding is None:
+            query_embedding = (await self.embedding_func([query], context="query"))[0]
+        self._fresh()
+        if not self._ids or top_k <= 0:
+            return []
+        q = _normalized(np.asarray(query_embedding, np.float32).reshape(1, -1))[0]
+        scores = self._mat @ q
+        hits = np.flatnonzero(scores >= self.cosine_better_than_threshold)
+        if len(hits) > top_k:
+            hits = hits[np.argpartition(-scores[hits], top_k - 1)[:top_k]]
+        ordered = sorted(hits.tolist(), key=lambda i: (-float(scores[i]), self._ids[i]))
+        rows = self._rows([self._ids[i] for i in ordered])
+        return [
+            {**rows[self._ids[i]], "__metrics__": float(scores[i]), "distance": float(scores[i])}
+            for i in ordered
+            if self._ids[i] in rows
+        ]
+
+    async def get_by_id(self, id: str) -> dict[str, Any] | None:
+        return self._rows([id]).get(id)
+
+    async def get_by_ids(self, ids: list[str]) -> list[dict[str, Any]]:
+        rows = self._rows(list(ids))
+        return [rows.get(k) for k in ids]  # type: ignore[misc]  # None where absent, as stock
+
+    async def get_vectors_by_ids(self, ids: list[str]) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for k in ids:
+            row = self.db.conn.execute(
+                "SELECT vec FROM lr_vectors WHERE ns=? AND id=?", (self.namespace, k)
+            ).fetchone()
+            if row is not None:
+                out[k] = np.frombuffer(row[0], np.float32).tolist()
+        return out
+
+    async def all_keys(self) -> list[str]:
+        """Every vector id (wikid's export and migration list them)."""
+        return [
+            r[0]
+            for r in self.db.conn.execute(
+                "SELECT id FROM lr_vectors WHERE ns=?", (self.namespace,)
+            ).fetchall()
+        ]
+
+    async def put_vectors(self, rows: dict[str, tuple[np.ndarray, dict[str, Any], int]]) -> None:
+        """Write rows whose vectors are already known (``wikid migrate``: no re-embedding)."""
+        with self.db.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO lr_vectors VALUES (?, ?, ?, ?, ?)",
+                (
+                    (
+                        self.namespace,
+                        k,
+                        v.astype(np.float32).tobytes(),
+                        json.dumps(d, ensure_ascii=False),
+                        t,
+                    )
+                    for k, (v, d, t) in rows.items()
+                ),
+            )
+        ids = list(rows)
+        if ids:
+            self._put(ids, np.stack([rows[k][0] for k in ids]).astype(np.float32))
+        self._epoch = self.db.epoch()
