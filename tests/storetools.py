@@ -12,7 +12,7 @@ from typing import Any
 from wikid.export import export_store
 from wikid.index import Index
 from wikid.ledger import Ledger
-from wikid.store import LEDGER_FILE
+from wikid.store import DEFAULT_BACKEND, find_workspaces, ledger_file
 
 _counter = itertools.count()
 
@@ -20,6 +20,21 @@ _counter = itertools.count()
 def unique_workspace(prefix: str = "t") -> str:
     """LightRAG shares a workspace's data process-wide: every test store gets its own."""
     return f"{prefix}{os.getpid()}_{next(_counter)}"
+
+
+def ledger_path(workdir: Path) -> Path:
+    """The one ledger under a working dir (whichever backend built it)."""
+    ((workspace, backend),) = find_workspaces(workdir).items()
+    return workdir / workspace / ledger_file(backend)
+
+
+def seed_ledger(target: Path, seed: Path) -> None:
+    """Copy the embedding cache (text hash -> vector) of ledger ``seed`` into a new
+    ledger at ``target``, so a second build of the same texts embeds nothing."""
+    ledger = Ledger(target)
+    rows = sqlite3.connect(seed).execute("SELECT hash, vec FROM vectors").fetchall()
+    ledger.db.executemany("INSERT INTO vectors VALUES (?, ?)", rows)
+    ledger.close()
 
 
 async def fresh_export(
@@ -32,10 +47,8 @@ async def fresh_export(
     with tempfile.TemporaryDirectory() as wd:
         workspace = unique_workspace("fresh")
         if seed_vectors is not None:
-            target = Ledger(Path(wd) / workspace / LEDGER_FILE)
-            rows = sqlite3.connect(seed_vectors).execute("SELECT hash, vec FROM vectors").fetchall()
-            target.db.executemany("INSERT INTO vectors VALUES (?, ?)", rows)
-            target.close()
+            backend = kwargs.get("backend", DEFAULT_BACKEND)
+            seed_ledger(Path(wd) / workspace / ledger_file(backend), seed_vectors)
         idx = await Index.open(vault, Path(wd), workspace=workspace, **kwargs)
         try:
             await idx.sync()

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from graphtools import delete, write
-from storetools import assert_same_store, fresh_export
+from storetools import assert_same_store, fresh_export, ledger_path
 
 from wikid.export import export_workdir
 
@@ -90,6 +90,6 @@ def test_sigkill_at_random_points_converges(tmp_path: Path) -> None:
     # Nothing is left pending once a sync finished.
     import sqlite3
 
-    (ledger,) = workdir.glob("*/wikid-ledger.sqlite")
+    ledger = ledger_path(workdir)
     assert sqlite3.connect(ledger).execute("SELECT count(*) FROM pending").fetchone()[0] == 0
     assert os.listdir(vault)  # the vault is untouched by the store

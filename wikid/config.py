@@ -33,7 +33,7 @@ class VaultConfig:
     name: str = ""
     workdir: Path | None = None
     socket: Path | None = None
-    store: str = "lightrag-files"
+    store: str = "sqlite"
     debounce_ms: int = 300
     reconcile_interval_s: float = 300.0
     max_queue: int = 100_000

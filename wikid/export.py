@@ -15,7 +15,7 @@ from typing import Any
 import networkx as nx
 
 from wikid.records import SEP
-from wikid.store import LEDGER_FILE, Store
+from wikid.store import Store, find_workspaces
 
 VOLATILE = {"created_at", "updated_at", "id", "source", "target"}
 
@@ -43,6 +43,11 @@ def _split(value: str | None) -> list[str]:
 
 
 async def export_store(store: Store) -> dict[str, Any]:
+    with store.snapshot():
+        return await _export(store)
+
+
+async def _export(store: Store) -> dict[str, Any]:
     r = store.rag
     graph = r.chunk_entity_relation_graph
     entities = []
@@ -115,12 +120,16 @@ async def export_workdir(workdir: Path, workspace: str | None = None) -> dict[st
 
     LightRAG caches a workspace's data process-wide on first open: call this once per
     workspace per process (``wikid export`` is its own process)."""
+    found = find_workspaces(workdir)
     if workspace is None:
-        found = sorted(p.parent.name for p in workdir.glob(f"*/{LEDGER_FILE}"))
         if len(found) != 1:
-            raise ValueError(f"{workdir} holds workspaces {found}; name one with --workspace")
-        workspace = found[0]
-    store = Store(workdir, workspace, None, read_only=True)
+            raise ValueError(
+                f"{workdir} holds workspaces {sorted(found)}; name one with --workspace"
+            )
+        workspace = next(iter(found))
+    if workspace not in found:
+        raise ValueError(f"{workdir} holds no wikid store named {workspace!r}")
+    store = Store(workdir, workspace, None, backend=found[workspace], read_only=True)
     await store.open()
     try:
         return await export_store(store)

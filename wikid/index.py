@@ -12,11 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from wikid.embed import Embedder, default_embedder
 from wikid.graph import VaultGraph
+from wikid.migrate import migrate, needs_migration
 from wikid.sink import BatchReport, Sink
-from wikid.store import Store, default_workdir, workspace_name
+from wikid.store import DEFAULT_BACKEND, Store, default_workdir, workspace_name
 from wikid.vault import VaultOptions
+
+log = structlog.get_logger("wikid.index")
 
 
 @dataclass
@@ -34,7 +39,7 @@ class Index:
         *,
         options: VaultOptions | None = None,
         embedder: Embedder | None = None,
-        backend: str = "lightrag-files",
+        backend: str = DEFAULT_BACKEND,
         llm_func: Any = None,
         workspace: str | None = None,
     ) -> Index:
@@ -43,9 +48,14 @@ class Index:
         LightRAG keeps each workspace's data in process-wide memory, so within one
         process a workspace name must always mean the same working dir."""
         vault = Path(vault)
+        workdir = Path(workdir) if workdir else default_workdir(vault)
+        workspace = workspace or workspace_name(vault)
+        if backend == "sqlite" and needs_migration(workdir / workspace):
+            counts = await asyncio.to_thread(migrate, workdir / workspace)
+            log.info("store migrated from stock files to sqlite", **counts)
         store = Store(
-            Path(workdir) if workdir else default_workdir(vault),
-            workspace or workspace_name(vault),
+            workdir,
+            workspace,
             embedder or default_embedder(),
             backend=backend,
             llm_func=llm_func,

@@ -23,11 +23,14 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from wikid._sqlite import Database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -91,16 +94,17 @@ def _dumps(record: dict[str, Any]) -> str:
 
 
 class Ledger:
+    """The ledger's tables, in their own file (stock file storages) or in the SQLite
+    store's file, on the same connection, so a batch commits store and ledger at once."""
+
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.database = Database.open(path)
+        self.db = self.database.conn
         self.db.executescript(SCHEMA)
 
     def close(self) -> None:
-        self.db.close()
+        self.database.release()
 
     # meta
 
@@ -231,16 +235,5 @@ class Ledger:
                 ((h, v.astype(np.float32).tobytes()) for h, v in items.items()),
             )
 
-    def _tx(self) -> _Transaction:
-        return _Transaction(self.db)
-
-
-class _Transaction:
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, exc_type: object, *_: object) -> None:
-        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self.database.transaction()

@@ -101,8 +101,11 @@ class Sink:
         self._force(ops, force)
         if ops:
             self.ledger.set_pending(ops)
-            await self.store.write(ops, datetime.now(UTC).isoformat())
-        self.ledger.commit(ops, note_rows)
+            await self.store.embed_ahead(ops)
+        with self.store.batch():  # store and ledger commit together where the backend can
+            if ops:
+                await self.store.write(ops, datetime.now(UTC).isoformat())
+            self.ledger.commit(ops, note_rows)
         return BatchReport(
             writes=ops.counts(),
             embedded=self.store.embedded - embedded_before,

@@ -19,6 +19,7 @@ import logging
 import os
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +28,16 @@ import tiktoken
 from lightrag import LightRAG
 from lightrag.utils import EmbeddingFunc, Tokenizer
 
+from wikid import sqlite_backend
 from wikid.embed import Embedder
 from wikid.ledger import Ledger, Ops
 from wikid.records import entity_vdb_id, relation_vdb_id
 
+sqlite_backend.register()
+
 BACKENDS = {
     # name: (kv, vector, graph, doc_status)
+    "sqlite": sqlite_backend.class_names(),
     "lightrag-files": (
         "JsonKVStorage",
         "NanoVectorDBStorage",
@@ -40,10 +45,28 @@ BACKENDS = {
         "JsonDocStatusStorage",
     ),
 }
-LEDGER_FILE = "wikid-ledger.sqlite"
+DEFAULT_BACKEND = "sqlite"
+LEDGER_FILE = "wikid-ledger.sqlite"  # beside the stock files; the SQLite store holds its own
+
+
+def ledger_file(backend: str) -> str:
+    """The sqlite backend keeps the ledger in the store's own file: one transaction
+    covers both."""
+    return sqlite_backend.DB_FILE if backend == "sqlite" else LEDGER_FILE
+
+
+def find_workspaces(workdir: Path) -> dict[str, str]:
+    """Workspaces under a working dir, with the backend each was built with."""
+    found = {p.parent.name: "lightrag-files" for p in workdir.glob(f"*/{LEDGER_FILE}")}
+    found |= {p.parent.name: "sqlite" for p in workdir.glob(f"*/{sqlite_backend.DB_FILE}")}
+    return found
+
 
 logging.getLogger("lightrag").setLevel(logging.WARNING)
 logging.getLogger("nano-vectordb").setLevel(logging.WARNING)
+
+
+EDGE_FIELDS = ("weight", "description", "keywords", "source_id", "file_path")
 
 
 class LLMForbidden(RuntimeError):
@@ -51,8 +74,9 @@ class LLMForbidden(RuntimeError):
 
 
 def workspace_name(vault: Path) -> str:
-    """A LightRAG workspace name for a vault: its folder name, made safe."""
-    name = re.sub(r"[^A-Za-z0-9_-]+", "_", vault.resolve().name).strip("_")
+    """A LightRAG workspace name for a vault: its folder name, made safe (letters,
+    digits and "_" only, as LightRAG's server insists)."""
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", vault.resolve().name).strip("_")
     return name or "vault"
 
 
@@ -112,7 +136,7 @@ class Store:
         workdir: Path,
         workspace: str,
         embedder: Embedder | None,
-        backend: str = "lightrag-files",
+        backend: str = DEFAULT_BACKEND,
         llm_func: Any = None,
         read_only: bool = False,
     ) -> None:
@@ -129,7 +153,7 @@ class Store:
         self.progress: Callable[[int], None] | None = None
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / workspace).mkdir(parents=True, exist_ok=True)
-        self.ledger = Ledger(workdir / workspace / LEDGER_FILE)
+        self.ledger = Ledger(workdir / workspace / ledger_file(backend))
         self.embedder: Embedder = embedder or _RecordedModel.of(self.ledger)
         self.tokenizer = offline_tokenizer()
         kv, vector, graph, doc_status = BACKENDS[backend]
@@ -209,6 +233,58 @@ class Store:
             r.doc_status,
         ]
 
+    def batch(self) -> AbstractContextManager[Any]:
+        """The transaction one batch's store writes and ledger commit share (the sqlite
+        backend); the stock files cannot join one, so there it is empty."""
+        if self.backend == "sqlite":
+            return self.ledger.database.transaction()
+        return nullcontext()
+
+    def snapshot(self) -> AbstractContextManager[Any]:
+        """Reads that see one committed state while another process writes (sqlite)."""
+        if self.backend == "sqlite":
+            return self.ledger.database.snapshot()
+        return nullcontext()
+
+    async def embed_ahead(self, ops: Ops) -> None:
+        """Embed (and cache, committed at once) every text the batch will write, before
+        its transaction opens: a crash mid-batch never costs those embeddings again, and
+        the transaction itself stays short."""
+        texts = [v["content"] for rows in self._vector_rows(ops) for v in rows.values()]
+        self._caching = True
+        try:
+            for i in range(0, len(texts), 256):
+                await self._embed(texts[i : i + 256])
+        finally:
+            self._caching = False
+
+    @staticmethod
+    def _vector_rows(ops: Ops) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """(entities, relationships, chunks) vector-store rows of a batch's upserts."""
+        ents = {
+            entity_vdb_id(n): {"content": f"{n}\n{rec['description']}", "entity_name": n, **rec}
+            for n, rec in ops.entity.items()
+            if rec is not None
+        }
+        rels = {
+            relation_vdb_id(rec["src_id"], rec["tgt_id"]): {
+                **rec,
+                "content": f"{rec['keywords']}\t{rec['src_id']}\n{rec['tgt_id']}\n{rec['description']}",
+            }
+            for rec in ops.relation.values()
+            if rec is not None
+        }
+        chunks = {
+            k: {
+                "content": v["content"],
+                "full_doc_id": v["full_doc_id"],
+                "file_path": v["file_path"],
+            }
+            for k, v in ops.chunk.items()
+            if v is not None
+        }
+        return ents, rels, chunks
+
     async def write(self, ops: Ops, now: str) -> None:
         """Apply one batch: deletes, then upserts, then one flush of each storage."""
         r = self.rag
@@ -236,21 +312,13 @@ class Store:
 
         self._caching = True
         try:
+            ent_rows, rel_rows, chunk_rows = self._vector_rows(ops)
             ents = {k: v for k, v in ops.entity.items() if v is not None}
             if ents:
                 await graph.upsert_nodes_batch(
                     [(n, {"entity_id": n, **rec, "created_at": now}) for n, rec in ents.items()]
                 )
-                await r.entities_vdb.upsert(
-                    {
-                        entity_vdb_id(n): {
-                            "content": f"{n}\n{rec['description']}",
-                            "entity_name": n,
-                            **rec,
-                        }
-                        for n, rec in ents.items()
-                    }
-                )
+                await r.entities_vdb.upsert(ent_rows)
             rels = {k: v for k, v in ops.relation.items() if v is not None}
             if rels:
                 await graph.upsert_edges_batch(
@@ -258,44 +326,17 @@ class Store:
                         (
                             rec["src_id"],
                             rec["tgt_id"],
-                            {
-                                k: rec[k]
-                                for k in (
-                                    "weight",
-                                    "description",
-                                    "keywords",
-                                    "source_id",
-                                    "file_path",
-                                )
-                            }
-                            | {"created_at": now},
+                            {k: rec[k] for k in EDGE_FIELDS} | {"created_at": now},
                         )
                         for rec in rels.values()
                     ]
                 )
-                await r.relationships_vdb.upsert(
-                    {
-                        relation_vdb_id(rec["src_id"], rec["tgt_id"]): {
-                            **rec,
-                            "content": f"{rec['keywords']}\t{rec['src_id']}\n{rec['tgt_id']}\n{rec['description']}",
-                        }
-                        for rec in rels.values()
-                    }
-                )
+                await r.relationships_vdb.upsert(rel_rows)
             # LightRAG's KV storages add fields to the dicts they are given: pass copies.
             chunks = {k: dict(v) for k, v in ops.chunk.items() if v is not None}
             if chunks:
                 await r.text_chunks.upsert(chunks)
-                await r.chunks_vdb.upsert(
-                    {
-                        k: {
-                            "content": v["content"],
-                            "full_doc_id": v["full_doc_id"],
-                            "file_path": v["file_path"],
-                        }
-                        for k, v in chunks.items()
-                    }
-                )
+                await r.chunks_vdb.upsert(chunk_rows)
             docs = {k: v for k, v in ops.doc.items() if v is not None}
             if docs:
                 await r.full_docs.upsert(
