@@ -1,8 +1,10 @@
 """The daemon: initial sync, then watcher batches into the sink, a Unix-socket API.
 
 Why one asyncio loop: the graph is mutated only by the batch task, between
-awaits, so every request sees a consistent graph without locks; queries are
-answered while a batch's store writes are awaited. A batch that fails is not
+awaits, so every request sees a consistent graph without locks. Store queries
+wait for the batch in flight with the sqlite backend (its uncommitted rows are
+visible on the daemon's connection; a batch takes milliseconds), and are
+answered between a batch's awaits with stock files (whose batches take seconds). A batch that fails is not
 lost: the store is marked behind, and the next attempt (with backoff) runs a
 full reconcile, which compares the whole graph against the ledger.
 """
@@ -17,6 +19,7 @@ import signal
 import socket
 import stat
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ from wikid.watcher import Watcher, changed, snapshot
 
 MAX_REQUEST = 1 << 20  # bytes in one request line
 log = structlog.get_logger("wikid")
+QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"
 
 
 class Daemon:
@@ -80,7 +84,8 @@ class Daemon:
         self.watcher.start(loop)  # before the initial sync, so no change during it is missed
         notify("STATUS=initial sync")
         self._snapshot = await asyncio.to_thread(snapshot, self.cfg.path, self.index.vg.filter)
-        report = await self.index.sync()
+        async with self._batch_lock:  # queries wait for it (see _consistent)
+            report = await self.index.sync()
         self.last_sync = time.time()
         log.info("initial sync", vault=str(self.cfg.path), **report)
         self.ready = True
@@ -301,6 +306,26 @@ class Daemon:
             log.error("request failed", op=op, error=repr(exc))
             return {"id": rid, "error": ("internal", f"{type(exc).__name__}: {exc}")}
 
+    @contextlib.asynccontextmanager
+    async def _consistent(self) -> AsyncIterator[None]:
+        """With the sqlite backend a batch's rows are visible on the daemon's own
+        connection before it commits, so a store query waits for the batch in flight
+        (milliseconds per edit) instead of reading half of it. Stock files batches take
+        seconds and their storages are already half-updated in memory mid-batch, so
+        there a query is served between the batch's awaits, as before."""
+        if self.cfg.store != "sqlite":
+            yield
+            return
+        try:
+            await asyncio.wait_for(self._batch_lock.acquire(), QUERY_WAIT_S)
+        except TimeoutError:
+            what = "the initial sync" if not self.ready else "a batch"
+            raise api.ApiError("busy", f"{what} is being applied; retry shortly") from None
+        try:
+            yield
+        finally:
+            self._batch_lock.release()
+
     async def _dispatch(self, op: Any, req: dict[str, Any]) -> tuple[Any, bool]:
         vg = self.index.vg
         if op == "status":
@@ -314,12 +339,13 @@ class Daemon:
         if op == "graph":
             return api.graph(vg), False
         if op == "query":
-            return await api.query(
-                self.index,
-                req.get("text", ""),
-                req.get("mode") or self.cfg.query_mode,
-                req.get("top_k"),
-            ), False
+            async with self._consistent():
+                return await api.query(
+                    self.index,
+                    req.get("text", ""),
+                    req.get("mode") or self.cfg.query_mode,
+                    req.get("top_k"),
+                ), False
         if op == "reindex":
             self._spawn(self._reindex())
             return {"started": True}, False
