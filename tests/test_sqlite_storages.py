@@ -59,7 +59,7 @@ def _plain(x: Any) -> Any:
     if isinstance(x, set):
         return sorted(_plain(v) for v in x)
     if isinstance(x, float | np.floating):
-        return round(float(x), 4)
+        return round(float(x), 6)
     return x
 
 
@@ -277,13 +277,8 @@ def test_vector_storage_matches_stock(tmp_path: Path) -> None:
         await t("get_by_id", "rel-1")
         await t("get_by_id", "rel-9")
         await t("get_by_ids", ["rel-2", "rel-9", "rel-0"])
-        # Stock keeps float16 on disk and returns those; wikid keeps float32.
-        t.called.add("get_vectors_by_ids")
-        ours = await t.ours.get_vectors_by_ids(["rel-0", "rel-9"])
-        stock = await t.stock.get_vectors_by_ids(["rel-0", "rel-9"])
-        assert list(ours) == list(stock) == ["rel-0"]
-        a, b = np.array(ours["rel-0"]), np.array(stock["rel-0"])
-        assert len(a) == 384 and a @ b / np.linalg.norm(a) / np.linalg.norm(b) > 0.9999
+        vecs = await t("get_vectors_by_ids", ["rel-0", "rel-9"])
+        assert list(vecs) == ["rel-0"] and len(vecs["rel-0"]) == 384
         await t("upsert", {"rel-0": {**rows["rel-0"], "content": "Ada worked with Babbage"}})
         await t("delete", ["rel-3"])
         await t("index_done_callback")

@@ -241,13 +241,17 @@ class SQLiteVectorStorage(BaseVectorStorage):  # type: ignore[misc]
         return [rows.get(k) for k in ids]  # type: ignore[misc]  # None where absent, as stock
 
     async def get_vectors_by_ids(self, ids: list[str]) -> dict[str, list[float]]:
+        """Vectors as stock NanoVectorDB returns them: rounded through float16 (how it
+        stores them). LightRAG ranks chunks by these, so rounding alike keeps near-ties
+        in the same order and the answers equal to stock; ``query`` uses full float32."""
         out: dict[str, list[float]] = {}
         for k in ids:
             row = self.db.conn.execute(
                 "SELECT vec FROM lr_vectors WHERE ns=? AND id=?", (self.namespace, k)
             ).fetchone()
             if row is not None:
-                out[k] = np.frombuffer(row[0], np.float32).tolist()
+                vec = np.frombuffer(row[0], np.float32)
+                out[k] = vec.astype(np.float16).astype(np.float32).tolist()
         return out
 
     async def all_keys(self) -> list[str]:
