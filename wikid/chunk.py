@@ -13,6 +13,7 @@ Why these rules:
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections.abc import Callable
@@ -164,9 +165,7 @@ def chunk_note(
 
 
 def chunk_for_line(chunks: list[Chunk], line: int) -> Chunk:
-    """The chunk holding a file line; the first chunk for lines outside any (frontmatter)."""
-    for c in chunks:
-        if c.start_line <= line <= c.end_line:
-            return c
-    before = [c for c in chunks if c.start_line <= line]
-    return before[-1] if before else chunks[0]
+    """The chunk holding a file line: chunks are in file order and never overlap, so it
+    is the last one starting at or before the line (the first chunk for frontmatter)."""
+    i = bisect.bisect_right(chunks, line, key=lambda c: c.start_line) - 1
+    return chunks[max(i, 0)]

@@ -53,6 +53,14 @@ def _vault_option(f: Any) -> Any:
     )(f)
 
 
+workdir_option = click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="LightRAG working dir (default: $XDG_DATA_HOME/wikid/<vault-name>/).",
+)
+
+
 def _config(
     vault: str | None, config_path: Path | None, socket_path: Path | None, **overrides: Any
 ) -> VaultConfig:
@@ -99,12 +107,7 @@ def graph(
 
 @main.command()
 @_vault_option
-@click.option(
-    "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="LightRAG working dir (default: $XDG_DATA_HOME/wikid/<vault-name>/).",
-)
+@workdir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--ignore", multiple=True, help="A gitignore-style glob to leave out (repeatable).")
 def index(

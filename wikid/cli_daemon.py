@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from wikid.cli import _client_call, _config, _vault_option, main
+from wikid.cli import _client_call, _config, _vault_option, main, workdir_option
 
 
 def _print(data: Any, as_json: bool, readable: Any) -> None:
@@ -27,7 +27,7 @@ def _print(data: Any, as_json: bool, readable: Any) -> None:
 
 @main.command()
 @_vault_option
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@workdir_option
 def run(
     vault: str | None, config_path: Path | None, socket_path: Path | None, workdir: Path | None
 ) -> None:
@@ -80,28 +80,26 @@ def _edges_text(key: str) -> Any:
     return text
 
 
-@main.command()
-@_vault_option
-@click.argument("note")
-@click.option("--json", "as_json", is_flag=True)
-def links(
-    vault: str | None, config_path: Path | None, socket_path: Path | None, note: str, as_json: bool
-) -> None:
-    """Links going out of NOTE (a path or a title)."""
-    cfg = _config(vault, config_path, socket_path)
-    _print(_client_call(cfg, "links", note=note), as_json, _edges_text("links"))
+def _edge_command(op: str, doc: str) -> None:
+    """``links`` and ``backlinks``: one note in, its edges one way out."""
+
+    @main.command(op, help=doc)
+    @_vault_option
+    @click.argument("note")
+    @click.option("--json", "as_json", is_flag=True)
+    def command(
+        vault: str | None,
+        config_path: Path | None,
+        socket_path: Path | None,
+        note: str,
+        as_json: bool,
+    ) -> None:
+        cfg = _config(vault, config_path, socket_path)
+        _print(_client_call(cfg, op, note=note), as_json, _edges_text(op))
 
 
-@main.command()
-@_vault_option
-@click.argument("note")
-@click.option("--json", "as_json", is_flag=True)
-def backlinks(
-    vault: str | None, config_path: Path | None, socket_path: Path | None, note: str, as_json: bool
-) -> None:
-    """Links coming into NOTE (a path or a title)."""
-    cfg = _config(vault, config_path, socket_path)
-    _print(_client_call(cfg, "backlinks", note=note), as_json, _edges_text("backlinks"))
+_edge_command("links", "Links going out of NOTE (a path or a title).")
+_edge_command("backlinks", "Links coming into NOTE (a path or a title).")
 
 
 @main.command()

@@ -13,18 +13,13 @@ from pathlib import Path
 
 import click
 
-from wikid.cli import _config, _vault_option, main
+from wikid.cli import _config, _vault_option, main, workdir_option
 from wikid.store import workspace_name
 
 
 @main.command()
 @_vault_option
-@click.option(
-    "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="LightRAG working dir (default: $XDG_DATA_HOME/wikid/<vault-name>/).",
-)
+@workdir_option
 def migrate(
     vault: str | None, config_path: Path | None, socket_path: Path | None, workdir: Path | None
 ) -> None:
@@ -47,7 +42,7 @@ def migrate(
     "lightrag-server", context_settings={"ignore_unknown_options": True, "allow_extra_args": True}
 )
 @_vault_option
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@workdir_option
 @click.argument("server_args", nargs=-1, type=click.UNPROCESSED)
 def lightrag_server(
     vault: str | None,

@@ -121,7 +121,7 @@ class Sink:
         desired: dict[str, Record],
         current: dict[str, Record],
     ) -> None:
-        target = ops.by_kind()[kind]
+        target: dict[str, Record | None] = getattr(ops, kind)
         for key in current:
             if key not in desired:
                 target.setdefault(key, None)  # a delete never overrides another owner's upsert
@@ -187,6 +187,6 @@ class Sink:
         """Keys a crashed batch may have torn. ``_diff`` rewrote those still desired;
         the rest are not part of a fresh build, so they are deleted whatever the mirror says."""
         for kind, keys in force.items():
-            target = ops.by_kind()[kind]
+            target: dict[str, Record | None] = getattr(ops, kind)
             for key in keys:
                 target.setdefault(key, None)

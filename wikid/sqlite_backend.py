@@ -13,7 +13,7 @@ stock LightRAG code: ``wikid lightrag-server`` does exactly that.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from wikid._sqlite import Database
 
@@ -75,3 +75,38 @@ def class_names() -> tuple[str, str, str, str]:
         CLASSES["GRAPH_STORAGE"][0],
         CLASSES["DOC_STATUS_STORAGE"][0],
     )
+
+
+class Connected:
+    """The lifecycle every SQLite storage shares: the process-wide connection is taken
+    on ``initialize()`` and let go on ``finalize()``; rows are written as they come,
+    so ``index_done_callback`` has nothing to flush and answers as the stock storage
+    of that kind does (``done``)."""
+
+    namespace: str
+    workspace: str
+    global_config: dict[str, Any]
+    done: ClassVar[bool | None] = True
+    _db: Database | None = None
+
+    def _opened(self) -> None:
+        """Hook: the connection is ready (load an in-memory index, bind row mappings)."""
+
+    async def initialize(self) -> None:
+        if self._db is None:
+            self._db = open_database(self.global_config, self.workspace)
+            self._opened()
+
+    async def finalize(self) -> None:
+        if self._db is not None:
+            self._db.release()
+            self._db = None
+
+    async def index_done_callback(self) -> bool | None:
+        return self.done
+
+    @property
+    def db(self) -> Database:
+        if self._db is None:
+            raise RuntimeError(f"{self.namespace}: storage used before initialize()")
+        return self._db

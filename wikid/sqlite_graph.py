@@ -20,12 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from lightrag.base import BaseGraphStorage
-from lightrag.kg.shared_storage import get_namespace_lock
 from lightrag.types import KnowledgeGraph, KnowledgeGraphEdge, KnowledgeGraphNode
 from lightrag.utils import validate_workspace
 
-from wikid._sqlite import Database
-from wikid.sqlite_backend import open_database
+from wikid.sqlite_backend import Connected
 
 _CHUNK = 400  # ids per IN (...) list, under SQLite's variable limit
 
@@ -40,34 +38,13 @@ def _chunks(items: list[str]) -> Iterable[list[str]]:
 
 
 @dataclass
-class SQLiteGraphStorage(BaseGraphStorage):  # type: ignore[misc]
+class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
     """Tables ``lr_nodes(ns, id, data)`` and ``lr_edges(ns, a, b, data, seq)``."""
 
     def __post_init__(self) -> None:
         validate_workspace(self.workspace)  # type: ignore[has-type]
         self.workspace = self.workspace or ""  # type: ignore[has-type]
-        self._db: Database | None = None
-        self._lock: Any = None
-
-    async def initialize(self) -> None:
-        self._lock = get_namespace_lock(self.namespace, workspace=self.workspace)
-        if self._db is None:
-            self._db = open_database(self.global_config, self.workspace)
-
-    async def finalize(self) -> None:
-        if self._db is not None:
-            self._db.release()
-            self._db = None
-
-    async def index_done_callback(self) -> bool:
-        """Rows are written as they come; there is nothing to flush (True, as stock)."""
-        return True
-
-    @property
-    def db(self) -> Database:
-        if self._db is None:
-            raise RuntimeError(f"{self.namespace}: storage used before initialize()")
-        return self._db
+        self._db = None
 
     async def drop(self) -> dict[str, str]:
         try:

@@ -26,7 +26,7 @@ from lightrag.kg.shared_storage import get_namespace_lock, get_update_flag
 from lightrag.utils import validate_workspace
 
 from wikid._sqlite import Database
-from wikid.sqlite_backend import open_database
+from wikid.sqlite_backend import Connected
 
 
 class _Rows(MutableMapping[str, dict[str, Any]]):
@@ -96,16 +96,13 @@ class _Rows(MutableMapping[str, dict[str, Any]]):
         return {k for k in keys if k not in self}
 
 
-class _SQLiteRows:
-    """What both storages share: open the database, bind ``_data`` to its rows."""
+class _SQLiteRows(Connected):
+    """What both storages share: ``_data`` bound to the rows of their namespace."""
 
-    namespace: str
-    workspace: str
-    global_config: dict[str, Any]
+    done = None  # the stock JSON storages' index_done_callback returns nothing
     _data: Any
     _storage_lock: Any
     storage_updated: Any
-    _db: Database | None
 
     def __post_init__(self) -> None:
         validate_workspace(self.workspace)
@@ -115,20 +112,14 @@ class _SQLiteRows:
         self.storage_updated = None
         self._db = None
 
+    def _opened(self) -> None:
+        self._data = _Rows(self.db, self.namespace)
+
     async def initialize(self) -> None:
+        # The stock methods take this lock and flip these flags: keep them working.
         self._storage_lock = get_namespace_lock(self.namespace, workspace=self.workspace)
         self.storage_updated = await get_update_flag(self.namespace, workspace=self.workspace)
-        if self._db is None:
-            self._db = open_database(self.global_config, self.workspace)
-            self._data = _Rows(self._db, self.namespace)
-
-    async def finalize(self) -> None:
-        if self._db is not None:
-            self._db.release()
-            self._db = None
-
-    async def index_done_callback(self) -> None:
-        """Rows are written as they come; there is nothing to flush."""
+        await super().initialize()
 
     async def filter_keys(self, keys: set[str]) -> set[str]:
         rows: _Rows = self._data

@@ -20,11 +20,9 @@ from typing import Any
 
 import numpy as np
 from lightrag.base import BaseVectorStorage
-from lightrag.kg.shared_storage import get_namespace_lock
 from lightrag.utils import compute_mdhash_id, validate_workspace
 
-from wikid._sqlite import Database
-from wikid.sqlite_backend import open_database
+from wikid.sqlite_backend import Connected
 
 
 def _normalized(m: np.ndarray) -> np.ndarray:
@@ -35,7 +33,7 @@ def _normalized(m: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class SQLiteVectorStorage(BaseVectorStorage):  # type: ignore[misc]
+class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
     """Rows ``(ns, id, vec, data, created_at)`` in ``lr_vectors``; cosine similarity."""
 
     def __post_init__(self) -> None:
@@ -50,8 +48,7 @@ class SQLiteVectorStorage(BaseVectorStorage):  # type: ignore[misc]
             )
         self.cosine_better_than_threshold = threshold
         self._batch = int(self.global_config.get("embedding_batch_num", 32))
-        self._db: Database | None = None
-        self._lock: Any = None
+        self._db = None
         self._epoch: tuple[int, int] | None = None
         self._ids: list[str] = []
         self._pos: dict[str, int] = {}
@@ -63,20 +60,8 @@ class SQLiteVectorStorage(BaseVectorStorage):  # type: ignore[misc]
 
     # -- lifecycle --------------------------------------------------------------------
 
-    async def initialize(self) -> None:
-        self._lock = get_namespace_lock(self.namespace, workspace=self.workspace)
-        if self._db is None:
-            self._db = open_database(self.global_config, self.workspace)
+    def _opened(self) -> None:
         self._load()
-
-    async def finalize(self) -> None:
-        if self._db is not None:
-            self._db.release()
-            self._db = None
-
-    async def index_done_callback(self) -> bool:
-        """Rows are written as they come; there is nothing to flush (True, as stock)."""
-        return True
 
     async def drop(self) -> dict[str, str]:
         try:
@@ -86,12 +71,6 @@ class SQLiteVectorStorage(BaseVectorStorage):  # type: ignore[misc]
             return {"status": "success", "message": "data dropped"}
         except Exception as e:  # the base contract reports, not raises
             return {"status": "error", "message": str(e)}
-
-    @property
-    def db(self) -> Database:
-        if self._db is None:
-            raise RuntimeError(f"{self.namespace}: storage used before initialize()")
-        return self._db
 
     # -- the in-memory matrix -----------------------------------------------------------
 
