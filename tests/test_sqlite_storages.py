@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from lightrag.base import (
     BaseGraphStorage,
     BaseKVStorage,
@@ -36,6 +38,7 @@ from lightrag.kg.shared_storage import initialize_share_data
 from lightrag.utils import EmbeddingFunc
 
 from wikid._sqlite import Database
+from wikid._vector_index import VectorIndex
 from wikid.embed import default_embedder
 from wikid.sqlite_backend import DB_FILE
 from wikid.sqlite_graph import SQLiteGraphStorage
@@ -419,3 +422,26 @@ def test_a_failed_batch_rolls_back_every_storage_and_the_vector_cache(tmp_path: 
 
     asyncio.run(main())
     assert [k for _, k in _rows(tmp_path / "rb" / DB_FILE)] == ["kept"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 30), max_size=6)), max_size=30))
+def test_vector_index_tracks_puts_and_drops(steps: list[tuple[bool, list[int]]]) -> None:
+    """The in-memory index (grow by doubling, fill holes from the end) holds exactly the
+    vectors a plain dict would, and ranks an exact match first."""
+    rng = np.random.default_rng(0)
+    index, model = VectorIndex(8), {}
+    for is_put, keys in steps:
+        ids = [f"k{k}" for k in dict.fromkeys(keys)]
+        if is_put:
+            vecs = rng.standard_normal((len(ids), 8)).astype(np.float32)
+            index.put(ids, vecs)
+            model.update(zip(ids, vecs, strict=True))
+        else:
+            index.drop(ids)
+            for k in ids:
+                model.pop(k, None)
+        assert sorted(index.ids) == sorted(model) and len(index) == len(model)
+        assert all(index.ids[i] == k for k, i in index.pos.items())
+    for k, v in model.items():
+        assert index.candidates(v, 1) == [k]

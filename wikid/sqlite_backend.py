@@ -41,6 +41,7 @@ CREATE TABLE IF NOT EXISTS lr_edges (
     ns TEXT NOT NULL, a TEXT NOT NULL, b TEXT NOT NULL, data TEXT NOT NULL,
     seq INTEGER NOT NULL, PRIMARY KEY (ns, a, b));
 CREATE INDEX IF NOT EXISTS lr_edges_b ON lr_edges(ns, b);
+CREATE INDEX IF NOT EXISTS lr_edges_seq ON lr_edges(ns, seq);
 """
 
 

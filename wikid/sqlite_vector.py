@@ -22,14 +22,8 @@ import numpy as np
 from lightrag.base import BaseVectorStorage
 from lightrag.utils import compute_mdhash_id, validate_workspace
 
+from wikid._vector_index import VectorIndex, normalized
 from wikid.sqlite_backend import Connected
-
-
-def _normalized(m: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=-1, keepdims=True)
-    norms[norms == 0] = 1.0
-    out: np.ndarray = (m / norms).astype(np.float32)
-    return out
 
 
 @dataclass
@@ -50,9 +44,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         self._batch = int(self.global_config.get("embedding_batch_num", 32))
         self._db = None
         self._epoch: tuple[int, int] | None = None
-        self._ids: list[str] = []
-        self._pos: dict[str, int] = {}
-        self._mat = np.zeros((0, self._dim), np.float32)
+        self._index = VectorIndex(self._dim)
 
     @property
     def _dim(self) -> int:
@@ -72,46 +64,20 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         except Exception as e:  # the base contract reports, not raises
             return {"status": "error", "message": str(e)}
 
-    # -- the in-memory matrix -----------------------------------------------------------
+    # -- the in-memory index ---------------------------------------------------------------
 
     def _load(self) -> None:
-        rows = self.db.conn.execute(
-            "SELECT id, vec FROM lr_vectors WHERE ns=? ORDER BY id", (self.namespace,)
-        ).fetchall()
-        self._ids = [r[0] for r in rows]
-        self._pos = {k: i for i, k in enumerate(self._ids)}
-        self._mat = (
-            _normalized(np.stack([np.frombuffer(r[1], np.float32) for r in rows]))
-            if rows
-            else np.zeros((0, self._dim), np.float32)
-        )
+        self._index = VectorIndex(self._dim)
+        cur = self.db.conn.execute("SELECT id, vec FROM lr_vectors WHERE ns=?", (self.namespace,))
+        while rows := cur.fetchmany(4096):
+            self._index.put(
+                [r[0] for r in rows], np.stack([np.frombuffer(r[1], np.float32) for r in rows])
+            )
         self._epoch = self.db.epoch()
 
     def _fresh(self) -> None:
         if self._epoch != self.db.epoch():
             self._load()
-
-    def _put(self, ids: list[str], vectors: np.ndarray) -> None:
-        vectors = _normalized(vectors)
-        new = [k for k in ids if k not in self._pos]
-        if new:
-            start = len(self._ids)
-            self._ids.extend(new)
-            for i, k in enumerate(new):
-                self._pos[k] = start + i
-            self._mat = np.concatenate([self._mat, np.zeros((len(new), self._dim), np.float32)])
-        for k, v in zip(ids, vectors, strict=True):
-            self._mat[self._pos[k]] = v
-
-    def _drop(self, ids: list[str]) -> None:
-        gone = [self._pos[k] for k in ids if k in self._pos]
-        if not gone:
-            return
-        keep = np.ones(len(self._ids), bool)
-        keep[gone] = False
-        self._ids = [k for k, kept in zip(self._ids, keep, strict=True) if kept]
-        self._pos = {k: i for i, k in enumerate(self._ids)}
-        self._mat = self._mat[keep]
 
     # -- writes -------------------------------------------------------------------------
 
@@ -146,7 +112,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
                     for k, v in zip(ids, vectors, strict=True)
                 ),
             )
-        self._put(ids, vectors)
+        self._index.put(ids, vectors)
         self._epoch = self.db.epoch()
 
     async def delete(self, ids: list[str]) -> None:
@@ -157,7 +123,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
             conn.executemany(
                 "DELETE FROM lr_vectors WHERE ns=? AND id=?", ((self.namespace, k) for k in ids)
             )
-        self._drop(list(ids))
+        self._index.drop(list(ids))
         self._epoch = self.db.epoch()
 
     async def delete_entity(self, entity_name: str) -> None:
@@ -173,43 +139,51 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
 
     # -- reads --------------------------------------------------------------------------
 
-    def _rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
+    def _select(self, columns: str, ids: list[str]) -> list[Any]:
+        out: list[Any] = []
         for i in range(0, len(ids), 500):
             part = ids[i : i + 500]
             marks = ",".join("?" * len(part))
-            for k, data, created in self.db.conn.execute(
-                f"SELECT id, data, created_at FROM lr_vectors WHERE ns=? AND id IN ({marks})",
+            out += self.db.conn.execute(
+                f"SELECT {columns} FROM lr_vectors WHERE ns=? AND id IN ({marks})",
                 (self.namespace, *part),
-            ):
-                out[k] = {
-                    **json.loads(data),
-                    "__id__": k,
-                    "__created_at__": created,
-                    "id": k,
-                    "created_at": created,
-                }
+            ).fetchall()
         return out
+
+    @staticmethod
+    def _record(k: str, data: str, created: int) -> dict[str, Any]:
+        return {
+            **json.loads(data),
+            "__id__": k,
+            "__created_at__": created,
+            "id": k,
+            "created_at": created,
+        }
+
+    def _rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        return {k: self._record(k, d, c) for k, d, c in self._select("id, data, created_at", ids)}
 
     async def query(
         self, query: str, top_k: int, query_embedding: list[float] | None = None
     ) -> list[dict[str, Any]]:
+        """Cosine top-k above the threshold, exact: float16 candidates from memory,
+        rescored with the stored float32 vectors."""
         if query_embedding is None:
             query_embedding = (await self.embedding_func([query], context="query"))[0]
         self._fresh()
-        if not self._ids or top_k <= 0:
+        if top_k <= 0:
             return []
-        q = _normalized(np.asarray(query_embedding, np.float32).reshape(1, -1))[0]
-        scores = self._mat @ q
-        hits = np.flatnonzero(scores >= self.cosine_better_than_threshold)
-        if len(hits) > top_k:
-            hits = hits[np.argpartition(-scores[hits], top_k - 1)[:top_k]]
-        ordered = sorted(hits.tolist(), key=lambda i: (-float(scores[i]), self._ids[i]))
-        rows = self._rows([self._ids[i] for i in ordered])
+        q = normalized(np.asarray(query_embedding, np.float32).reshape(1, -1))[0]
+        ids = self._index.candidates(q, top_k * 4 + 32)
+        scored = []
+        for k, vec, data, created in self._select("id, vec, data, created_at", ids):
+            score = float(normalized(np.frombuffer(vec, np.float32).reshape(1, -1))[0] @ q)
+            if score >= self.cosine_better_than_threshold:
+                scored.append((-score, k, data, created))
+        scored.sort()
         return [
-            {**rows[self._ids[i]], "__metrics__": float(scores[i]), "distance": float(scores[i])}
-            for i in ordered
-            if self._ids[i] in rows
+            {**self._record(k, data, created), "__metrics__": -neg, "distance": -neg}
+            for neg, k, data, created in scored[:top_k]
         ]
 
     async def get_by_id(self, id: str) -> dict[str, Any] | None:
@@ -260,5 +234,5 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
             )
         ids = list(rows)
         if ids:
-            self._put(ids, np.stack([rows[k][0] for k in ids]).astype(np.float32))
+            self._index.put(ids, np.stack([rows[k][0] for k in ids]).astype(np.float32))
         self._epoch = self.db.epoch()
