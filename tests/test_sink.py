@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,6 +23,7 @@ from lightrag import QueryParam
 from storetools import assert_same_store, fresh_export, unique_workspace
 from test_graph_invariant import _apply, bodies, ops, paths
 
+from wikid import sink as sink_module
 from wikid.embed import default_embedder
 from wikid.export import export_store
 from wikid.index import Index
@@ -308,3 +310,29 @@ def test_changing_the_embedding_model_re_embeds_everything(tmp_path: Path, backe
     second, after = asyncio.run(sync(Renamed()))
     assert second["embedded"] == first["embedded"] > 0
     assert after["vectors"] == before["vectors"] and after["vectors"]["chunks"]
+
+
+def test_a_full_reconcile_in_many_slices_equals_one_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big vault's cold index runs in slices (bounded memory); with slices of a few keys,
+    even across a rename that hands one entity name to another node, the result is the
+    same store as one batch gives."""
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE, vault)
+    monkeypatch.setattr(sink_module, "SLICE_KEYS", 5)
+
+    async def run() -> dict[str, Any]:
+        idx = await Index.open(vault, tmp_path / "wd", workspace=unique_workspace())
+        try:
+            await idx.sync()
+            move(vault, "People/Ada Lovelace.md", "People/Countess.md")
+            write(vault, "Ada Lovelace.md", "Another note named Ada Lovelace, about [[Welcome]].\n")
+            idx = await idx.reload()
+            report = await idx.sync()
+            assert report["added"] and report["removed"]
+            return await export_store(idx.store)
+        finally:
+            await idx.close()
+
+    assert_same_store(asyncio.run(run()), asyncio.run(fresh_export(vault)))

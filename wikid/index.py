@@ -70,7 +70,7 @@ class Index:
     async def sync(self) -> dict[str, Any]:
         """Full reconcile: first run indexes everything, later runs only what changed."""
         started = time.perf_counter()
-        before = dict(self.store.ledger.db.execute("SELECT path, digest FROM notes"))
+        before = self.store.ledger.digests()
         report: BatchReport = await self.sink.reconcile_all()
         now = {p: n.digest for p, n in self.vg.notes.items()}
         counts = self.store.ledger.counts()

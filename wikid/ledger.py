@@ -134,6 +134,10 @@ class Ledger:
         rows = self.db.execute("SELECT id, record FROM docs WHERE path=?", (path,))
         return {i: json.loads(r) for i, r in rows}
 
+    def digests(self) -> dict[str, str]:
+        """Each synced note's content digest."""
+        return dict(self.db.execute("SELECT path, digest FROM notes").fetchall())
+
     def all_nodes(self) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT node FROM entities")}
 

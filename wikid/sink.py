@@ -24,9 +24,11 @@ from wikid.delta import Delta
 from wikid.graph import VaultGraph
 from wikid.ledger import Ops, mirror_form
 from wikid.records import Mapper, doc_id, pair
+from wikid.search import SearchIndex
 from wikid.store import Store
 
 Record = dict[str, Any]
+SLICE_KEYS = 50_000  # entities + relations per batch of a full reconcile
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Sink:
         # so no chunk is silently truncated by the model.
         count = getattr(store.embedder, "count_tokens", None) or approx_tokens
         self.mapper = Mapper(vg, chunker or (lambda note: chunk_note(note, count)))
+        self.search = SearchIndex(store.ledger.database)
         self._forced: dict[str, set[str]] = {}
 
     # -- entry points -----------------------------------------------------------
@@ -58,7 +61,35 @@ class Sink:
         nodes = set(self.vg.g.nodes) | self.ledger.all_nodes()
         pairs = {pair(u, v) for u, v in self.vg.g.edges()} | self.ledger.all_pairs()
         notes = set(self.vg.notes) | self.ledger.all_notes()
-        return await self._run(nodes, pairs, notes, force=self.ledger.pending())
+        synced = self.ledger.digests()
+        indexed = self.search.indexed()
+        stale = {
+            p
+            for p in notes | indexed
+            if p not in indexed
+            or p not in self.vg.notes
+            or synced.get(p) != self.vg.notes[p].digest
+        }
+        # In slices, each its own batch: memory stays bounded on a cold index of a big
+        # vault. Every key belongs to one slice and is computed from the whole graph, so
+        # the slices add up to one full reconcile; torn keys are forced in the first.
+        parts = max(1, -(-(len(nodes) + len(pairs)) // SLICE_KEYS))
+        ns, ps, ts = sorted(nodes), sorted(pairs), sorted(notes | stale)
+        total = BatchReport()
+        for i in range(parts):
+            part = await self._run(
+                set(ns[i::parts]),
+                set(ps[i::parts]),
+                {p for p in ts[i::parts] if p in notes},
+                force=self.ledger.pending() if i == 0 else {},
+                searched={p for p in ts[i::parts] if p in stale},
+            )
+            for kind, n in part.writes.items():
+                total.writes[kind] = total.writes.get(kind, 0) + n
+            total.embedded += part.embedded
+            total.seconds += part.seconds
+            total.llm_calls = part.llm_calls
+        return total
 
     async def apply(self, delta: Delta) -> BatchReport:
         """Push one graph delta into the store as one batch."""
@@ -80,7 +111,7 @@ class Sink:
                     pairs.add(pair(path, v))
             else:
                 self.mapper.forget(path)
-        return await self._run(nodes, pairs, notes, force={})
+        return await self._run(nodes, pairs, notes, force={}, searched=notes)
 
     # -- the batch ----------------------------------------------------------------
 
@@ -90,6 +121,7 @@ class Sink:
         pairs: set[tuple[str, str]],
         notes: set[str],
         force: dict[str, set[str]],
+        searched: set[str],
     ) -> BatchReport:
         started = time.perf_counter()
         embedded_before = self.store.embedded
@@ -106,6 +138,7 @@ class Sink:
             if ops:
                 await self.store.write(ops, datetime.now(UTC).isoformat())
             self.ledger.commit(ops, note_rows)
+            self.search.update({p: self.vg.notes.get(p) for p in sorted(searched)})
         return BatchReport(
             writes=ops.counts(),
             embedded=self.store.embedded - embedded_before,

@@ -1,0 +1,227 @@
+"""Answer a question with evidence, no LLM: keywords, LightRAG retrieval, a budgeted pick.
+
+Three steps, each replaceable:
+1. ``keywords``: LightRAG wants high- and low-level keywords, which it would
+   otherwise ask an LLM for. The question's words are matched against every
+   name an entity answers to (titles, aliases, tags) in the FTS5 name index,
+   so a mention of a note becomes that note's entity name; its content words
+   and their pairs (a stand-in for noun phrases) complete the list.
+2. ``aquery_data`` with those keywords: candidate pools of 16 entities, 16
+   relations and 8 chunks, plus 4 supporting chunks cited by the candidates.
+3. ``evidence.select``: coverage per token under the budget.
+
+Every item comes back with the note path, heading and line to open.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from lightrag import QueryParam
+
+from wikid.evidence import (
+    POOLS,
+    STOP,
+    Item,
+    aspects_of,
+    first_path,
+    select,
+    split_sources,
+    truncate,
+)
+
+if TYPE_CHECKING:
+    from wikid.index import Index
+
+MODES = ("local", "global", "hybrid", "mix", "naive")
+_WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
+
+
+def keywords(
+    index: Index, question: str
+) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """(high-level, low-level, (name, note) mentioned) for a question, with no LLM."""
+    mentioned = index.sink.search.names_in(question)
+    names: list[str] = []
+    for name, path in mentioned:
+        entity = name if name.startswith("#") else index.sink.mapper.name(path)
+        for n in (entity, name):
+            if n not in names:
+                names.append(n)
+    words = [w for w in _WORD.findall(question) if w.lower() not in STOP]
+    phrases = [" ".join(words[i : i + 2]) for i in range(len(words) - 1)]
+    high = [" ".join(words)] if words else [question]
+    low = list(dict.fromkeys(names + phrases + words))[:20] or [question]
+    return high, low, mentioned
+
+
+def _locate(index: Index, path: str | None, chunk_id: str | None) -> dict[str, Any]:
+    """Heading path and first line of a chunk of a note, from the in-memory chunking."""
+    if path and chunk_id and path in index.vg.notes:
+        for c in index.sink.mapper.chunks(path):
+            if c.id == chunk_id:
+                return {"heading": " › ".join(c.heading) or None, "line": c.start_line}
+    return {"heading": None, "line": 1 if path in index.vg.notes else None}
+
+
+async def candidates(index: Index, result: dict[str, Any]) -> list[Item]:
+    """LightRAG's answer as evidence items, in its own order, plus supporting chunks."""
+    data = result.get("data") or {}
+    items: list[Item] = []
+    for rank, e in enumerate(data.get("entities", [])[: POOLS["entity"]]):
+        text = f"{e['entity_name']} ({e.get('entity_type', '')}): {e.get('description', '')}"
+        items.append(
+            Item(
+                "entity",
+                e["entity_name"],
+                text,
+                first_path(e.get("file_path")),
+                rank,
+                extra={
+                    "sources": split_sources(e.get("source_id")),
+                    "paths": split_sources(e.get("file_path")),
+                },
+            )
+        )
+    for rank, r in enumerate(data.get("relationships", [])[: POOLS["relation"]]):
+        text = f"{r['src_id']} — {r['tgt_id']}: {r.get('description', '')}"
+        items.append(
+            Item(
+                "relation",
+                f"{r['src_id']}\x1f{r['tgt_id']}",
+                text,
+                first_path(r.get("file_path")),
+                rank,
+                extra={
+                    "sources": split_sources(r.get("source_id")),
+                    "paths": split_sources(r.get("file_path")),
+                },
+            )
+        )
+    chunk_ids = set()
+    for rank, c in enumerate(data.get("chunks", [])[: POOLS["chunk"]]):
+        chunk_ids.add(c.get("chunk_id"))
+        items.append(
+            Item(
+                "chunk",
+                c.get("chunk_id") or "",
+                c.get("content", ""),
+                c.get("file_path"),
+                rank,
+                extra={"paths": [c.get("file_path")]},
+            )
+        )
+    cited = Counter(s for it in items if it.kind != "chunk" for s in it.extra["sources"])
+    support = [cid for cid, _ in cited.most_common() if cid not in chunk_ids][: POOLS["support"]]
+    rows = await index.store.rag.text_chunks.get_by_ids(support) if support else []
+    for rank, (cid, row) in enumerate(zip(support, rows, strict=True)):
+        if row:
+            items.append(
+                Item(
+                    "chunk",
+                    cid,
+                    row.get("content", ""),
+                    row.get("file_path"),
+                    POOLS["chunk"] + rank,
+                    extra={"paths": [row.get("file_path")]},
+                )
+            )
+    return items
+
+
+def _render(index: Index, item: Item) -> dict[str, Any]:
+    chunk = item.key if item.kind == "chunk" else next(iter(item.extra.get("sources", [])), None)
+    out: dict[str, Any] = {"path": item.path, **_locate(index, item.path, chunk)}
+    if item.kind == "entity":
+        out["name"] = item.key
+    elif item.kind == "relation":
+        out["src"], out["tgt"] = item.key.split("\x1f")
+    else:
+        out["chunk_id"] = item.key
+    return {**out, "text": item.text, "tokens": item.tokens, "covers": sorted(item.aspects)}
+
+
+async def evidence(
+    index: Index, question: str, mode: str = "mix", budget: int = 3000
+) -> dict[str, Any]:
+    """The evidence for a question: at most ``budget`` tokens, 0 LLM calls."""
+    high, low, names = keywords(index, question)
+    param = QueryParam(
+        mode=mode,  # type: ignore[arg-type]
+        enable_rerank=False,
+        hl_keywords=high,
+        ll_keywords=low,
+        top_k=POOLS["entity"],
+        chunk_top_k=POOLS["chunk"],
+    )
+    calls = index.store.llm_calls
+    result = await index.store.rag.aquery_data(question, param)
+    pool = await candidates(index, result)
+    aspects = aspects_of(question, [n for n, _ in names], [p for _, p in names])
+    chosen, used = select(pool, aspects, budget, index.store.count_tokens)
+    by_kind: dict[str, list[dict[str, Any]]] = {"entities": [], "relations": [], "chunks": []}
+    for item in chosen:
+        by_kind[
+            {"entity": "entities", "relation": "relations", "chunk": "chunks"}[item.kind]
+        ].append(_render(index, item))
+    uncovered = aspects - {a for it in chosen for a in it.aspects}
+    return {
+        "question": question,
+        "mode": mode,
+        "keywords": {"high": high, "low": low},
+        "budget": budget,
+        "tokens": used,
+        **by_kind,
+        "uncovered": sorted(uncovered),
+        "candidates": len(pool),
+        "llm_calls": index.store.llm_calls - calls,
+    }
+
+
+def paths_of(items: list[Item]) -> set[str]:
+    return {p for it in items for p in it.extra.get("paths", []) if p}
+
+
+async def baseline(index: Index, question: str, mode: str, budget: int) -> list[Item]:
+    """Plain ``aquery_data`` (same keywords) cut at the budget in its own order: what the
+    coverage pick is measured against."""
+    high, low, _ = keywords(index, question)
+    param = QueryParam(mode=mode, enable_rerank=False, hl_keywords=high, ll_keywords=low)  # type: ignore[arg-type]
+    result = await index.store.rag.aquery_data(question, param)
+    data = result.get("data") or {}
+    items = [
+        Item(
+            "entity",
+            e["entity_name"],
+            f"{e['entity_name']}: {e.get('description', '')}",
+            None,
+            i,
+            extra={"paths": split_sources(e.get("file_path"))},
+        )
+        for i, e in enumerate(data.get("entities", []))
+    ]
+    items += [
+        Item(
+            "relation",
+            "",
+            f"{r['src_id']} — {r['tgt_id']}: {r.get('description', '')}",
+            None,
+            i,
+            extra={"paths": split_sources(r.get("file_path"))},
+        )
+        for i, r in enumerate(data.get("relationships", []))
+    ]
+    items += [
+        Item(
+            "chunk",
+            "",
+            c.get("content", ""),
+            c.get("file_path"),
+            i,
+            extra={"paths": [c.get("file_path")]},
+        )
+        for i, c in enumerate(data.get("chunks", []))
+    ]
+    return truncate(items, budget, index.store.count_tokens)
