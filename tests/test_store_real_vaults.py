@@ -24,6 +24,7 @@ from storetools import (
 )
 from test_real_vaults import _random_edits
 
+from wikid import query as wq
 from wikid.export import export_store
 from wikid.index import Index
 from wikid.store import ledger_file
@@ -164,3 +165,30 @@ def _ledger(workdir: Path) -> Path:
     path = ledger_path(workdir)
     assert sqlite3.connect(path).execute("SELECT count(*) FROM vectors").fetchone()[0] > 0
     return path
+
+
+def test_budgeted_evidence_finds_the_source_note(indexed: dict[str, Any]) -> None:
+    """Recall@budget over the questions in tests/questions.json, with no LLM, against
+    plain aquery_data cut to the same budget. Printed for the record (pytest -s)."""
+    idx, loop = indexed["idx"], indexed["loop"]
+    questions = json.loads((Path(__file__).parent / "questions.json").read_text())[indexed["name"]]
+    calls = idx.store.llm_calls
+    table = []
+    for budget in (3000, 500):
+        ours = plain = tokens = 0
+        for q in questions:
+            ev = loop.run_until_complete(wq.evidence(idx, q["question"], "mix", budget))
+            assert ev["tokens"] <= budget
+            tokens += ev["tokens"]
+            found = {i["path"] for k in ("entities", "relations", "chunks") for i in ev[k]}
+            ours += q["expected"] in found
+            cut = loop.run_until_complete(wq.baseline(idx, q["question"], "mix", budget))
+            plain += q["expected"] in wq.paths_of(cut)
+        n = len(questions)
+        table.append(
+            f"{indexed['name']} budget {budget}: recall {ours}/{n} (mean {tokens // n} tokens) vs aquery_data cut {plain}/{n}"
+        )
+        if budget == 3000:
+            assert ours >= 0.9 * n and ours >= plain, table
+    assert idx.store.llm_calls == calls
+    print("\n" + "\n".join(table))

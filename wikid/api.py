@@ -1,4 +1,4 @@
-"""The read side of the socket API: status, links, backlinks, broken, graph, query.
+"""The read side of the socket API: links, backlinks, broken, graph, query, search.
 
 Why separate from the daemon: these are plain functions of the in-memory graph
 and the store, so they are testable without a socket, and they never write.
@@ -6,13 +6,11 @@ and the store, so they are testable without a socket, and they never write.
 
 from __future__ import annotations
 
-import re
 from typing import Any
-
-from lightrag import QueryParam
 
 from wikid.graph import GHOST, VaultGraph, to_json
 from wikid.index import Index
+from wikid.query import MODES, evidence
 from wikid.resolve import fold
 
 
@@ -79,81 +77,40 @@ def graph(vg: VaultGraph) -> dict[str, Any]:
     return to_json(vg.g)
 
 
-_WORD = re.compile(r"[\w][\w'’-]*", re.UNICODE)
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "of",
-        "on",
-        "or",
-        "the",
-        "to",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "with",
-        "about",
-        "there",
-        "such",
-        "thing",
-        "this",
-        "that",
-        "these",
-        "those",
-        "my",
-        "me",
-        "you",
-        "your",
-    ]
-)
-
-
-def keywords(vg: VaultGraph, question: str) -> tuple[list[str], list[str]]:
-    """LLM-free keywords: known names (titles, aliases, tags) found in the question are
-    low-level keywords; its content words and phrases are high-level ones."""
-    q = fold(question)
-    low: list[str] = []
-    for note in vg.notes.values():
-        for name in (note.title, *note.aliases):
-            if len(name) > 2 and fold(name) in q and name not in low:
-                low.append(name)
-    words = [w for w in _WORD.findall(question) if fold(w) not in _STOP]
-    phrases = [" ".join(words[i : i + 2]) for i in range(len(words) - 1)]
-    high = [" ".join(words)] if words else [question]
-    return high, (low + phrases + words)[:20] or [question]
-
-
-async def query(
-    index: Index, text: str, mode: str = "mix", top_k: int | None = None
-) -> dict[str, Any]:
+async def query(index: Index, text: Any, mode: Any = "mix", budget: Any = 3000) -> dict[str, Any]:
+    """Budgeted evidence for a question, 0 LLM calls (``query.evidence``)."""
     if not isinstance(text, str) or not text.strip():
         raise ApiError("bad_request", "query needs a non-empty 'text'")
-    if mode not in ("local", "global", "hybrid", "mix", "naive"):
-        raise ApiError("bad_request", f"unknown query mode {mode!r}")
-    high, low = keywords(index.vg, text)
-    param = QueryParam(mode=mode, enable_rerank=False, hl_keywords=high, ll_keywords=low)  # type: ignore[arg-type]
-    if top_k:
-        param.top_k = int(top_k)
-    result = await index.store.rag.aquery_data(text, param)
-    return {"mode": mode, "keywords": {"high": high, "low": low}, **result}
+    if mode not in MODES:
+        raise ApiError("bad_request", f"unknown query mode {mode!r}; choose from {MODES}")
+    try:
+        budget = int(budget)
+    except (TypeError, ValueError):
+        raise ApiError(
+            "bad_request", f"budget must be a number of tokens, not {budget!r}"
+        ) from None
+    if not 50 <= budget <= 100_000:
+        raise ApiError("bad_request", "budget must be between 50 and 100000 tokens")
+    return await evidence(index, text, mode, budget)
+
+
+def search(
+    index: Index, text: Any, k: Any = 8, folder: Any = None, tag: Any = None
+) -> dict[str, Any]:
+    """BM25 over the notes: top-k snippets with their frontmatter, ~500 tokens in all."""
+    if not isinstance(text, str) or not text.strip():
+        raise ApiError("bad_request", "search needs a non-empty 'text'")
+    hits = index.sink.search.search(text, int(k or 8), folder or None, tag or None)
+    return {
+        "text": text,
+        "hits": [
+            {
+                "path": h.path,
+                "title": h.title,
+                "snippet": h.snippet,
+                "score": round(h.score, 3),
+                **h.meta,
+            }
+            for h in hits
+        ],
+    }

@@ -222,6 +222,7 @@ def format_summary(vg: VaultGraph) -> str:
 
 
 from wikid import cli_daemon as _cli_daemon  # noqa: E402,F401  (registers the daemon commands)
+from wikid import cli_query as _cli_query  # noqa: E402,F401  (registers query, search, cost)
 from wikid import cli_store as _cli_store  # noqa: E402,F401  (registers the store commands)
 
 if __name__ == "__main__":  # pragma: no cover

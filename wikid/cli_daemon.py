@@ -120,45 +120,6 @@ def broken(
     _print(_client_call(cfg, "broken"), as_json, text)
 
 
-@main.command()
-@_vault_option
-@click.argument("text")
-@click.option(
-    "--mode", type=click.Choice(["local", "global", "hybrid", "mix", "naive"]), default=None
-)
-@click.option("--json", "as_json", is_flag=True)
-def query(
-    vault: str | None,
-    config_path: Path | None,
-    socket_path: Path | None,
-    text: str,
-    mode: str | None,
-    as_json: bool,
-) -> None:
-    """Ask the store; the evidence comes back with no LLM involved."""
-    cfg = _config(vault, config_path, socket_path)
-
-    def readable(res: dict[str, Any]) -> str:
-        data = res.get("data") or {}
-        rows = [f"mode {res['mode']}; status {res.get('status')}: {res.get('message', '')}"]
-        rows += [
-            f"entity   {e['entity_name']} ({e.get('entity_type')}) - {e.get('file_path')}"
-            for e in data.get("entities", [])[:10]
-        ]
-        rows += [
-            f"relation {r['src_id']} -- {r['tgt_id']}: {str(r.get('description'))[:100]}"
-            for r in data.get("relationships", [])[:10]
-        ]
-        rows += [
-            f"chunk    {c.get('file_path')}: {str(c.get('content'))[:100]!r}"
-            for c in data.get("chunks", [])[:5]
-        ]
-        rows.append("(no LLM configured: this is the evidence; issue #5 adds --answer)")
-        return "\n".join(rows)
-
-    _print(_client_call(cfg, "query", text=text, mode=mode), as_json, readable)
-
-
 @main.group()
 def service() -> None:
     """The systemd user service."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,17 @@ class RemoteError(RuntimeError):
         self.code = code
 
 
-def request(path: Path, op: str, *, vault: str = "", timeout: float = 60.0, **args: Any) -> Any:
+def request(
+    path: Path,
+    op: str,
+    *,
+    vault: str = "",
+    timeout: float = 60.0,
+    on_partial: Callable[[str], Any] | None = None,
+    **args: Any,
+) -> Any:
+    """Send one request; return its result. Lines ``{"id", "partial"}`` that come ahead of
+    the reply (a streamed answer) go to ``on_partial``."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
@@ -41,13 +52,17 @@ def request(path: Path, op: str, *, vault: str = "", timeout: float = 60.0, **ar
     with sock:
         rid = next(_ids)
         sock.sendall(json.dumps({"id": rid, "op": op, **args}).encode() + b"\n")
-        buf = bytearray()
-        while not buf.endswith(b"\n"):
-            chunk = sock.recv(1 << 16)
-            if not chunk:
+        reader = sock.makefile("rb")
+        while True:
+            line = reader.readline()
+            if not line:
                 raise ConnectionError("the daemon closed the connection without a reply")
-            buf += chunk
-    reply = json.loads(buf)
+            reply = json.loads(line)
+            if "partial" in reply:
+                if on_partial is not None:
+                    on_partial(reply["partial"])
+                continue
+            break
     if not reply.get("ok"):
         err = reply.get("error") or {}
         raise RemoteError(err.get("code", "error"), err.get("message", ""))

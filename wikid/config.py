@@ -12,13 +12,18 @@ defaults for every vault; ``[vaults.NAME]`` tables hold per-vault keys (at least
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from wikid.llm import KINDS as LLM_KINDS
+from wikid.llm import LLMConfig
 from wikid.store import default_workdir, workspace_name
+
+QUERY_MODES = ("local", "global", "hybrid", "mix", "naive")
 
 SECRET_ENV = {"llm_api_key": "WIKID_LLM_API_KEY"}
 
@@ -45,7 +50,15 @@ class VaultConfig:
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_kind: str = "openai"
+    # Prices per million tokens, {model: [input, output]}, for the cost estimate.
+    llm_prices: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def llm(self) -> LLMConfig | None:
+        """The configured LLM, or None: wikid then answers with evidence only."""
+        if not (self.llm_base_url and self.llm_model):
+            return None
+        return LLMConfig(self.llm_base_url, self.llm_model, self.llm_kind, self.llm_api_key)
 
     @property
     def llm_api_key(self) -> str | None:
@@ -100,12 +113,15 @@ def _coerce(key: str, value: Any) -> Any:
             return int(value)
         if kind.startswith("float"):
             return float(value)
+        if kind.startswith("dict"):
+            table = json.loads(value) if isinstance(value, str) else dict(value)
+            return {str(m): [float(x) for x in p] for m, p in table.items()}
         if kind.startswith("tuple"):
             if isinstance(value, str):
                 return tuple(v.strip() for v in value.split(",") if v.strip())
             return tuple(str(v) for v in value)
         return None if value in (None, "") and "None" in kind else str(value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, AttributeError) as exc:
         raise ConfigError(f"config key {key!r}: cannot use {value!r} ({exc})") from exc
 
 
@@ -174,7 +190,12 @@ def load(
     if values.get("path") is None:
         names = ", ".join(vaults) or "none"
         raise ConfigError(f"no vault given: pass --vault PATH or NAME (vaults in {path}: {names})")
-    return VaultConfig(**values).resolved()
+    cfg = VaultConfig(**values).resolved()
+    if cfg.llm_kind not in LLM_KINDS:
+        raise ConfigError(f"llm_kind {cfg.llm_kind!r}: choose from {', '.join(LLM_KINDS)}")
+    if cfg.query_mode not in QUERY_MODES:
+        raise ConfigError(f"query_mode {cfg.query_mode!r}: choose from {', '.join(QUERY_MODES)}")
+    return cfg
 
 
 def all_vaults(config: Path | None = None) -> list[VaultConfig]:

@@ -19,21 +19,29 @@ import signal
 import socket
 import stat
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import structlog
 
 from wikid import api
+from wikid.answer import answer
 from wikid.config import VaultConfig, load
+from wikid.cost import CostLedger
 from wikid.index import Index
+from wikid.llm import LLMError
 from wikid.notify import notify, watchdog_interval
 from wikid.vault import VaultOptions
 from wikid.watcher import Watcher, changed, snapshot
 
 MAX_REQUEST = 1 << 20  # bytes in one request line
 log = structlog.get_logger("wikid")
+NO_LLM = (
+    "no LLM is configured, so this is the evidence only; for answers set WIKID_LLM_BASE_URL "
+    "and WIKID_LLM_MODEL (and WIKID_LLM_API_KEY if the endpoint needs one), or llm_base_url "
+    "and llm_model in the config; llm_kind is openai (any OpenAI-compatible server) or ollama"
+)
 QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"
 
 
@@ -74,6 +82,7 @@ class Daemon:
         self.index = await Index.open(
             self.cfg.path, self.cfg.workdir, options=self._options(), backend=self.cfg.store
         )
+        self.costs = CostLedger(self.index.store.ledger.database)
         server = await self._listen(self.cfg.socket)
         self.watcher = Watcher(
             self.cfg.path,
@@ -257,7 +266,7 @@ class Daemon:
                     break
                 if not line.strip():
                     continue
-                reply = await self._handle(line)
+                reply = await self._handle(line, writer)
                 await self._send(writer, reply.get("id"), **reply)
                 if reply.get("stop"):
                     self.stopping.set()
@@ -287,7 +296,9 @@ class Daemon:
         writer.write(json.dumps(msg, ensure_ascii=False, default=str).encode() + b"\n")
         await writer.drain()
 
-    async def _handle(self, line: bytes) -> dict[str, Any]:
+    async def _handle(
+        self, line: bytes, writer: asyncio.StreamWriter | None = None
+    ) -> dict[str, Any]:
         rid = None
         try:
             req = json.loads(line)
@@ -297,8 +308,15 @@ class Daemon:
         except (ValueError, UnicodeDecodeError) as exc:
             return {"id": None, "error": ("bad_json", f"malformed request: {exc}")}
         op = req.get("op")
+
+        def emit(text: str) -> None:  # a piece of a streamed answer, ahead of the reply
+            if writer is not None:
+                writer.write(
+                    json.dumps({"id": rid, "partial": text}, ensure_ascii=False).encode() + b"\n"
+                )
+
         try:
-            result, stop = await self._dispatch(op, req)
+            result, stop = await self._dispatch(op, req, emit)
             return {"id": rid, "result": result, "stop": stop}
         except api.ApiError as exc:
             return {"id": rid, "error": (exc.code, str(exc))}
@@ -326,7 +344,18 @@ class Daemon:
         finally:
             self._batch_lock.release()
 
-    async def _dispatch(self, op: Any, req: dict[str, Any]) -> tuple[Any, bool]:
+    async def _answer(self, ev: dict[str, Any], emit: Callable[[str], None]) -> dict[str, Any]:
+        llm = self.cfg.llm()
+        if llm is None:
+            raise api.ApiError("no_llm", NO_LLM)
+        try:
+            return await answer(llm, self.costs, ev["question"], ev, emit)
+        except LLMError as exc:
+            raise api.ApiError("llm_failed", str(exc)) from exc
+
+    async def _dispatch(
+        self, op: Any, req: dict[str, Any], emit: Callable[[str], None] = lambda _: None
+    ) -> tuple[Any, bool]:
         vg = self.index.vg
         if op == "status":
             return self.status(), False
@@ -340,12 +369,24 @@ class Daemon:
             return api.graph(vg), False
         if op == "query":
             async with self._consistent():
-                return await api.query(
+                ev = await api.query(
                     self.index,
-                    req.get("text", ""),
+                    req.get("text"),
                     req.get("mode") or self.cfg.query_mode,
-                    req.get("top_k"),
+                    req.get("budget") or self.cfg.query_budget,
+                )
+            if req.get("answer"):
+                ev["answer"] = await self._answer(ev, emit)
+            else:
+                ev["llm"] = "configured" if self.cfg.llm() else NO_LLM
+            return ev, False
+        if op == "search":
+            async with self._consistent():
+                return api.search(
+                    self.index, req.get("text"), req.get("k"), req.get("folder"), req.get("tag")
                 ), False
+        if op == "cost":
+            return self.costs.totals(self.cfg.llm_prices), False
         if op == "reindex":
             self._spawn(self._reindex())
             return {"started": True}, False
@@ -380,6 +421,8 @@ class Daemon:
             },
             "embedding_model": self.index.store.embedder.model_id,
             "llm_calls": self.index.store.llm_calls,
+            "llm": {"configured": self.cfg.llm() is not None, "model": self.cfg.llm_model},
+            "cost": self.costs.totals(self.cfg.llm_prices),
             "reindexing": self.reindexing,
             "uptime_seconds": round(time.time() - self.started, 1),
             "pid": os.getpid(),

