@@ -193,4 +193,3 @@ def _ledger(workdir: Path) -> Path:
     path = ledger_path(workdir)
     assert sqlite3.connect(path).execute("SELECT count(*) FROM vectors").fetchone()[0] > 0
     return path
-
