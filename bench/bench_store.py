@@ -9,7 +9,8 @@ What is measured, per backend and vault size (generated notes, bench/genvault.py
 - single-note edit until durable: append a sentence with a new link, apply the delta,
   the batch committed/flushed; embedding excluded (hash embedder), p50/p90;
 - the real MiniLM model's time for the same edits' texts, reported apart;
-- peak RSS of the process, which has the real ONNX model loaded and warmed;
+- peak RSS of the process (the cold index's high-water mark) and RSS after the edits (the
+  steady state of a daemon), with the real ONNX model loaded and warmed;
 - store size on disk per note.
 """
 
@@ -87,6 +88,7 @@ async def one(backend: str, n: int, edits: int) -> dict[str, Any]:
         for i in range(0, len(edit_texts), 8):
             real.embed(edit_texts[i : i + 8])
         model_ms = (time.perf_counter() - t) * 1000 / max(1, edits)
+        rss_now = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         await idx.close()
         size = du(wd)
     times.sort()
@@ -99,6 +101,7 @@ async def one(backend: str, n: int, edits: int) -> dict[str, Any]:
         "model_ms_per_edit": round(model_ms, 1),
         "texts_per_edit": round(len(edit_texts) / max(1, edits), 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "rss_after_mb": round(rss_now / 2**20),
         "store_kb_per_note": round(size / n / 1024, 1),
     }
 

@@ -47,7 +47,11 @@ def _status_text(s: dict[str, Any]) -> str:
         f"queue       {s['queue']} paths, lag {s['lag_seconds']} s, {s['batches']} batches",
         f"store       {s['store']['backend']} at {s['store']['workdir']}"
         + ("  (BEHIND: " + str(s["store"]["last_error"]) + ")" if s["store"]["behind"] else ""),
-        f"embedding   {s['embedding_model']}; LLM calls {s['llm_calls']}",
+        f"embedding   {s['embedding_model']}; LLM calls while indexing {s['llm_calls']}",
+        f"llm         {s['llm']['model'] if s['llm']['configured'] else 'not configured (evidence only)'}; "
+        f"{s['cost']['calls']} calls, {s['cost']['input_tokens']} tokens in, "
+        f"{s['cost']['output_tokens']} out"
+        + (f", est. {s['cost']['cost']:.4f}" if s["cost"]["cost"] is not None else ""),
         f"uptime      {s['uptime_seconds']} s (pid {s['pid']})",
         f"rejected    {len(s['rejected'])} files",
     ]
