@@ -17,23 +17,24 @@ from storetools import assert_same_store, fresh_export, ledger_path
 
 from wikid.export import export_workdir
 
+WORDS = [
+    "river",
+    "stone",
+    "graph",
+    "note",
+    "engine",
+    "theory",
+    "memory",
+    "signal",
+    "garden",
+    "answer",
+]
+
 
 def _generate(root: Path, n: int, rng: random.Random) -> None:
-    words = [
-        "river",
-        "stone",
-        "graph",
-        "note",
-        "engine",
-        "theory",
-        "memory",
-        "signal",
-        "garden",
-        "answer",
-    ]
     for i in range(n):
         links = " ".join(f"[[N{rng.randrange(n + 10)}]]" for _ in range(3))
-        prose = " ".join(rng.choice(words) for _ in range(90))
+        prose = " ".join(rng.choice(WORDS) for _ in range(90))
         write(
             root,
             f"f{i % 7}/N{i}.md",
@@ -65,11 +66,19 @@ def test_sigkill_at_random_points_converges(tmp_path: Path) -> None:
     _generate(vault, 120, rng)
     kills = 0
     for round_ in range(8):
+        if round_:  # every run has new text to embed and write, so a kill can land mid-sync
+            for i in rng.sample(range(120), 24):
+                prose = " ".join(rng.choice(WORDS) for _ in range(200))
+                write(
+                    vault, f"f{i % 7}/N{i}.md", f"# N{i}\n\n{prose}.\n\nSee [[N{(i + 1) % 120}]].\n"
+                )
         proc = _index(vault, workdir)
-        time.sleep(rng.uniform(0.5, 7.0))
+        time.sleep(rng.uniform(1.0, 7.0))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
+        else:
+            assert proc.returncode == 0, proc.communicate()[1].decode()[-2000:]
         proc.wait()
         if round_ % 3 == 2:  # edit while nothing runs: change, delete, create
             write(

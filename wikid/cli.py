@@ -70,6 +70,13 @@ def _config(
         raise click.UsageError(str(exc)) from exc
 
 
+def _print(data: Any, as_json: bool, readable: Any) -> None:
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=1))
+    else:
+        click.echo(readable(data))
+
+
 def _client_call(cfg: VaultConfig, op: str, **args: Any) -> Any:
     assert cfg.socket is not None
     try:

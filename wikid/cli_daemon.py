@@ -7,7 +7,6 @@ their code.
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -15,14 +14,7 @@ from typing import Any
 
 import click
 
-from wikid.cli import _client_call, _config, _vault_option, main, workdir_option
-
-
-def _print(data: Any, as_json: bool, readable: Any) -> None:
-    if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=1))
-    else:
-        click.echo(readable(data))
+from wikid.cli import _client_call, _config, _print, _vault_option, main, workdir_option
 
 
 @main.command()

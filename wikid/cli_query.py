@@ -12,8 +12,7 @@ from typing import Any
 
 import click
 
-from wikid.cli import _client_call, _config, _vault_option, main
-from wikid.cli_daemon import _print
+from wikid.cli import _client_call, _config, _print, _vault_option, main
 
 
 def evidence_text(res: dict[str, Any]) -> str:
