@@ -179,7 +179,8 @@ async def evidence(
 
 
 def paths_of(items: list[Item]) -> set[str]:
-    return {p for it in items for p in it.extra.get("paths", []) if p}
+    """The note each item is shown as coming from (as ``evidence`` reports it)."""
+    return {it.path for it in items if it.path}
 
 
 async def baseline(index: Index, question: str, mode: str, budget: int) -> list[Item]:
@@ -194,7 +195,7 @@ async def baseline(index: Index, question: str, mode: str, budget: int) -> list[
             "entity",
             e["entity_name"],
             f"{e['entity_name']}: {e.get('description', '')}",
-            None,
+            first_path(e.get("file_path")),
             i,
             extra={"paths": split_sources(e.get("file_path"))},
         )
@@ -205,7 +206,7 @@ async def baseline(index: Index, question: str, mode: str, budget: int) -> list[
             "relation",
             "",
             f"{r['src_id']} — {r['tgt_id']}: {r.get('description', '')}",
-            None,
+            first_path(r.get("file_path")),
             i,
             extra={"paths": split_sources(r.get("file_path"))},
         )
