@@ -76,6 +76,26 @@ class DaemonProc:
             time.sleep(0.1)
         raise AssertionError(f"daemon not ready in {timeout} s:\n{self.log.read_text()[-3000:]}")
 
+    def cli(self, *args: str) -> str:
+        """Run a ``wikid`` client command against this daemon; its standard output."""
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "wikid",
+                *args,
+                "--vault",
+                str(self.vault),
+                "--socket",
+                str(self.socket),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+            env=self.env,
+        ).stdout
+
     def call(self, op: str, **args: Any) -> Any:
         return request(self.socket, op, timeout=120, **args)
 

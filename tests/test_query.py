@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -166,25 +164,7 @@ def test_answer_streams_from_the_evidence_only_and_every_token_is_ledgered(
             assert d.call("status")["cost"]["calls"] == 2
             assert "sk-test-secret" not in d.log.read_text()
             # The CLI streams the answer to the terminal.
-            out = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "wikid",
-                    "query",
-                    QUESTION,
-                    "--answer",
-                    "--vault",
-                    str(vault),
-                    "--socket",
-                    str(d.socket),
-                ],
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=True,
-                env=d.env,
-            ).stdout
+            out = d.cli("query", QUESTION, "--answer")
             assert out.startswith("From your notes") and "tokens in" in out
         finally:
             d.stop()
@@ -199,24 +179,7 @@ def test_without_an_llm_the_evidence_says_how_to_configure_one(tmp_path: Path) -
         with pytest.raises(RemoteError) as err:
             request(d.socket, "query", text=QUESTION, answer=True)
         assert err.value.code == "no_llm" and "WIKID_LLM_MODEL" in str(err.value)
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "wikid",
-                "query",
-                QUESTION,
-                "--vault",
-                str(vault),
-                "--socket",
-                str(d.socket),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-            env=d.env,
-        ).stdout
+        out = d.cli("query", QUESTION)
         assert "People/Ada Lovelace.md" in out and "WIKID_LLM_BASE_URL" in out
         assert d.call("cost")["calls"] == 0
     finally:

@@ -64,53 +64,59 @@ def _locate(index: Index, path: str | None, chunk_id: str | None) -> dict[str, A
     return {"heading": None, "line": 1 if path in index.vg.notes else None}
 
 
+def _items(data: dict[str, Any], pools: dict[str, int] | None) -> list[Item]:
+    """LightRAG's records and chunks as evidence items, in its order (cut to the pools)."""
+
+    def cut(key: str, pool: str) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = data.get(key, [])
+        return rows[: pools[pool]] if pools else rows
+
+    items = [
+        Item(
+            "entity",
+            e["entity_name"],
+            f"{e['entity_name']} ({e.get('entity_type', '')}): {e.get('description', '')}",
+            first_path(e.get("file_path")),
+            rank,
+            extra={
+                "sources": split_sources(e.get("source_id")),
+                "paths": split_sources(e.get("file_path")),
+            },
+        )
+        for rank, e in enumerate(cut("entities", "entity"))
+    ]
+    items += [
+        Item(
+            "relation",
+            f"{r['src_id']}\x1f{r['tgt_id']}",
+            f"{r['src_id']} — {r['tgt_id']}: {r.get('description', '')}",
+            first_path(r.get("file_path")),
+            rank,
+            extra={
+                "sources": split_sources(r.get("source_id")),
+                "paths": split_sources(r.get("file_path")),
+            },
+        )
+        for rank, r in enumerate(cut("relationships", "relation"))
+    ]
+    items += [
+        Item(
+            "chunk",
+            c.get("chunk_id") or "",
+            c.get("content", ""),
+            c.get("file_path"),
+            rank,
+            extra={"paths": [c.get("file_path")]},
+        )
+        for rank, c in enumerate(cut("chunks", "chunk"))
+    ]
+    return items
+
+
 async def candidates(index: Index, result: dict[str, Any]) -> list[Item]:
     """LightRAG's answer as evidence items, in its own order, plus supporting chunks."""
-    data = result.get("data") or {}
-    items: list[Item] = []
-    for rank, e in enumerate(data.get("entities", [])[: POOLS["entity"]]):
-        text = f"{e['entity_name']} ({e.get('entity_type', '')}): {e.get('description', '')}"
-        items.append(
-            Item(
-                "entity",
-                e["entity_name"],
-                text,
-                first_path(e.get("file_path")),
-                rank,
-                extra={
-                    "sources": split_sources(e.get("source_id")),
-                    "paths": split_sources(e.get("file_path")),
-                },
-            )
-        )
-    for rank, r in enumerate(data.get("relationships", [])[: POOLS["relation"]]):
-        text = f"{r['src_id']} — {r['tgt_id']}: {r.get('description', '')}"
-        items.append(
-            Item(
-                "relation",
-                f"{r['src_id']}\x1f{r['tgt_id']}",
-                text,
-                first_path(r.get("file_path")),
-                rank,
-                extra={
-                    "sources": split_sources(r.get("source_id")),
-                    "paths": split_sources(r.get("file_path")),
-                },
-            )
-        )
-    chunk_ids = set()
-    for rank, c in enumerate(data.get("chunks", [])[: POOLS["chunk"]]):
-        chunk_ids.add(c.get("chunk_id"))
-        items.append(
-            Item(
-                "chunk",
-                c.get("chunk_id") or "",
-                c.get("content", ""),
-                c.get("file_path"),
-                rank,
-                extra={"paths": [c.get("file_path")]},
-            )
-        )
+    items = _items(result.get("data") or {}, POOLS)
+    chunk_ids = {it.key for it in items if it.kind == "chunk"}
     cited = Counter(s for it in items if it.kind != "chunk" for s in it.extra["sources"])
     support = [cid for cid, _ in cited.most_common() if cid not in chunk_ids][: POOLS["support"]]
     rows = await index.store.rag.text_chunks.get_by_ids(support) if support else []
@@ -189,38 +195,4 @@ async def baseline(index: Index, question: str, mode: str, budget: int) -> list[
     high, low, _ = keywords(index, question)
     param = QueryParam(mode=mode, enable_rerank=False, hl_keywords=high, ll_keywords=low)  # type: ignore[arg-type]
     result = await index.store.rag.aquery_data(question, param)
-    data = result.get("data") or {}
-    items = [
-        Item(
-            "entity",
-            e["entity_name"],
-            f"{e['entity_name']}: {e.get('description', '')}",
-            first_path(e.get("file_path")),
-            i,
-            extra={"paths": split_sources(e.get("file_path"))},
-        )
-        for i, e in enumerate(data.get("entities", []))
-    ]
-    items += [
-        Item(
-            "relation",
-            "",
-            f"{r['src_id']} — {r['tgt_id']}: {r.get('description', '')}",
-            first_path(r.get("file_path")),
-            i,
-            extra={"paths": split_sources(r.get("file_path"))},
-        )
-        for i, r in enumerate(data.get("relationships", []))
-    ]
-    items += [
-        Item(
-            "chunk",
-            "",
-            c.get("content", ""),
-            c.get("file_path"),
-            i,
-            extra={"paths": [c.get("file_path")]},
-        )
-        for i, c in enumerate(data.get("chunks", []))
-    ]
-    return truncate(items, budget, index.store.count_tokens)
+    return truncate(_items(result.get("data") or {}, None), budget, index.store.count_tokens)

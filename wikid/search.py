@@ -29,7 +29,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_notes USING fts5(
     tokenize = 'porter unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_names USING fts5(
     name, path UNINDEXED, kind UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE TABLE IF NOT EXISTS fts_ids (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
 """
+# A note's rows are found by rowid, never by the (unindexed) path column: FTS5 would scan.
+# Note n owns fts_notes row n and fts_names rows n*NAMES .. n*NAMES + NAMES - 1.
+NAMES = 4096
 # Column weights for bm25(): a hit in the title outranks one in the body.
 WEIGHTS = "0, 10.0, 6.0, 3.0, 4.0, 1.0, 0"
 SNIPPET_TOKENS = 24  # words per snippet; k snippets of this size stay near 500 tokens
@@ -55,16 +59,32 @@ class SearchIndex:
     def __init__(self, db: Database) -> None:
         self.db = db
         db.conn.executescript(SCHEMA)
+        c = db.conn
+        if c.execute("SELECT 1 FROM fts_notes LIMIT 1").fetchone() and not c.execute(
+            "SELECT 1 FROM fts_ids LIMIT 1"
+        ).fetchone():  # rows from before fts_ids existed: start over (the next sync refills)
+            with db.transaction() as conn:
+                conn.execute("DELETE FROM fts_notes")
+                conn.execute("DELETE FROM fts_names")
 
     def update(self, notes: dict[str, Note | None]) -> None:
         """Rewrite the rows of these notes (None: the note is gone). Joins the caller's
         transaction, if one is open."""
         with self.db.transaction() as conn:
             for path, note in notes.items():
-                conn.execute("DELETE FROM fts_notes WHERE path=?", (path,))
-                conn.execute("DELETE FROM fts_names WHERE path=?", (path,))
+                row = conn.execute("SELECT id FROM fts_ids WHERE path=?", (path,)).fetchone()
+                if row is not None:
+                    (nid,) = row
+                    conn.execute("DELETE FROM fts_notes WHERE rowid=?", (nid,))
+                    conn.execute(
+                        "DELETE FROM fts_names WHERE rowid BETWEEN ? AND ?",
+                        (nid * NAMES, nid * NAMES + NAMES - 1),
+                    )
                 if note is None:
+                    conn.execute("DELETE FROM fts_ids WHERE path=?", (path,))
                     continue
+                if row is None:
+                    nid = conn.execute("INSERT INTO fts_ids (path) VALUES (?)", (path,)).lastrowid
                 meta = {
                     "type": note.type,
                     "aliases": list(note.aliases),
@@ -72,8 +92,10 @@ class SearchIndex:
                     "summary": note.summary,
                 }
                 conn.execute(
-                    "INSERT INTO fts_notes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO fts_notes (rowid, path, title, aliases, summary, tags, body, meta) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
+                        nid,
                         path,
                         note.title,
                         " ".join(note.aliases),
@@ -86,11 +108,12 @@ class SearchIndex:
                 names = [(note.title, "title"), *((a, "alias") for a in note.aliases)]
                 names += [(f"#{t}", "tag") for t in note.tags]
                 conn.executemany(
-                    "INSERT INTO fts_names VALUES (?, ?, ?)", ((n, path, k) for n, k in names)
+                    "INSERT INTO fts_names (rowid, name, path, kind) VALUES (?, ?, ?, ?)",
+                    ((nid * NAMES + j, n, path, k) for j, (n, k) in enumerate(names[:NAMES])),
                 )
 
     def indexed(self) -> set[str]:
-        return {r[0] for r in self.db.conn.execute("SELECT path FROM fts_notes")}
+        return {r[0] for r in self.db.conn.execute("SELECT path FROM fts_ids")}
 
     def search(
         self, text: str, k: int = 8, folder: str | None = None, tag: str | None = None
