@@ -19,7 +19,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+IN_BATCH = 400  # ids per "IN (...)" list, under SQLite's bound-variable limit
 _open: dict[str, Database] = {}
+
+
+def in_batches(ids: list[str]) -> Iterator[list[str]]:
+    """``ids`` (duplicates dropped) in slices small enough for one ``IN (...)`` list."""
+    unique = list(dict.fromkeys(ids))
+    for i in range(0, len(unique), IN_BATCH):
+        yield unique[i : i + IN_BATCH]
+
+
 _lock = threading.Lock()
 
 

@@ -100,17 +100,16 @@ def _items(data: dict[str, Any], pools: dict[str, int] | None) -> list[Item]:
         for rank, r in enumerate(cut("relationships", "relation"))
     ]
     items += [
-        Item(
-            "chunk",
-            c.get("chunk_id") or "",
-            c.get("content", ""),
-            c.get("file_path"),
-            rank,
-            extra={"paths": [c.get("file_path")]},
-        )
+        _chunk_item(c.get("chunk_id") or "", c, rank)
         for rank, c in enumerate(cut("chunks", "chunk"))
     ]
     return items
+
+
+def _chunk_item(chunk_id: str, row: dict[str, Any], rank: int) -> Item:
+    """A chunk as an item: from ``aquery_data``'s chunks or a ``text_chunks`` row."""
+    path = row.get("file_path")
+    return Item("chunk", chunk_id, row.get("content", ""), path, rank, extra={"paths": [path]})
 
 
 async def candidates(index: Index, result: dict[str, Any]) -> list[Item]:
@@ -122,16 +121,7 @@ async def candidates(index: Index, result: dict[str, Any]) -> list[Item]:
     rows = await index.store.rag.text_chunks.get_by_ids(support) if support else []
     for rank, (cid, row) in enumerate(zip(support, rows, strict=True)):
         if row:
-            items.append(
-                Item(
-                    "chunk",
-                    cid,
-                    row.get("content", ""),
-                    row.get("file_path"),
-                    POOLS["chunk"] + rank,
-                    extra={"paths": [row.get("file_path")]},
-                )
-            )
+            items.append(_chunk_item(cid, row, POOLS["chunk"] + rank))
     return items
 
 

@@ -60,9 +60,10 @@ class SearchIndex:
         self.db = db
         db.conn.executescript(SCHEMA)
         c = db.conn
-        if c.execute("SELECT 1 FROM fts_notes LIMIT 1").fetchone() and not c.execute(
-            "SELECT 1 FROM fts_ids LIMIT 1"
-        ).fetchone():  # rows from before fts_ids existed: start over (the next sync refills)
+        if (
+            c.execute("SELECT 1 FROM fts_notes LIMIT 1").fetchone()
+            and not c.execute("SELECT 1 FROM fts_ids LIMIT 1").fetchone()
+        ):  # rows from before fts_ids existed: start over (the next sync refills)
             with db.transaction() as conn:
                 conn.execute("DELETE FROM fts_notes")
                 conn.execute("DELETE FROM fts_names")

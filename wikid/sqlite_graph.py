@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,18 +22,12 @@ from lightrag.base import BaseGraphStorage
 from lightrag.types import KnowledgeGraph, KnowledgeGraphEdge, KnowledgeGraphNode
 from lightrag.utils import validate_workspace
 
+from wikid._sqlite import in_batches
 from wikid.sqlite_backend import Connected
-
-_CHUNK = 400  # ids per IN (...) list, under SQLite's variable limit
 
 
 def _ends(u: str, v: str) -> tuple[str, str]:
     return (u, v) if u <= v else (v, u)
-
-
-def _chunks(items: list[str]) -> Iterable[list[str]]:
-    for i in range(0, len(items), _CHUNK):
-        yield items[i : i + _CHUNK]
 
 
 @dataclass
@@ -62,7 +55,7 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
 
     def _nodes(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
-        for part in _chunks(list(dict.fromkeys(ids))):
+        for part in in_batches(ids):
             marks = ",".join("?" * len(part))
             for k, data in self._q(
                 f"SELECT id, data FROM lr_nodes WHERE ns=? AND id IN ({marks})", *part
@@ -74,7 +67,7 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
         """Neighbours of each node, in edge insertion order."""
         out: dict[str, list[tuple[int, str]]] = {k: [] for k in ids}
         seen: set[tuple[str, str]] = set()  # an edge between two chunks' nodes comes twice
-        for part in _chunks(list(dict.fromkeys(ids))):
+        for part in in_batches(ids):
             marks = ",".join("?" * len(part))
             for a, b, seq in self._q(
                 f"SELECT a, b, seq FROM lr_edges WHERE ns=? AND a IN ({marks}) "

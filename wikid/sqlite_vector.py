@@ -22,6 +22,7 @@ import numpy as np
 from lightrag.base import BaseVectorStorage
 from lightrag.utils import compute_mdhash_id, validate_workspace
 
+from wikid._sqlite import in_batches
 from wikid._vector_index import VectorIndex, normalized
 from wikid.sqlite_backend import Connected
 
@@ -141,8 +142,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
 
     def _select(self, columns: str, ids: list[str]) -> list[Any]:
         out: list[Any] = []
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
+        for part in in_batches(ids):
             marks = ",".join("?" * len(part))
             out += self.db.conn.execute(
                 f"SELECT {columns} FROM lr_vectors WHERE ns=? AND id IN ({marks})",
