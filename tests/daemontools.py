@@ -118,6 +118,17 @@ class DaemonProc:
             time.sleep(0.1)
         raise AssertionError("daemon did not settle")
 
+    def wait_for(self, ok: Any, timeout: float = 120) -> dict[str, Any]:
+        """Poll ``status`` until ``ok(status)``; the last status on failure."""
+        deadline = time.monotonic() + timeout
+        status: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            status = self.call("status")
+            if ok(status):
+                return status
+            time.sleep(0.2)
+        raise AssertionError(f"status never matched: {status}")
+
     def stop(self) -> int:
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0

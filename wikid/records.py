@@ -90,6 +90,31 @@ class Namer:
         self._base: dict[str, str] = {}  # node -> base name
         self._groups: dict[str, set[str]] = {}  # base name -> nodes
         self.names: dict[str, str] = {}  # node -> final name
+        self._by_fold: dict[str, set[str]] = {}  # casefolded name -> nodes
+        self.refolded: set[str] = set()  # folds whose holder changed; the sink clears it
+
+    def node(self, folded: str) -> str | None:
+        """The graph node whose entity name casefolds to ``folded`` (extracted names
+        meet the graph here), or None."""
+        nodes = self._by_fold.get(folded)
+        return min(nodes) if nodes else None
+
+    def resolve(self, folded: str) -> str | None:
+        node = self.node(folded)
+        return None if node is None else self.names[node]
+
+    def _set(self, node: str, name: str | None) -> None:
+        old = self.names.pop(node, None)
+        if old is not None:
+            held = self._by_fold[old.casefold()]
+            held.discard(node)
+            if not held:
+                del self._by_fold[old.casefold()]
+            self.refolded.add(old.casefold())
+        if name is not None:
+            self.names[node] = name
+            self._by_fold.setdefault(name.casefold(), set()).add(node)
+            self.refolded.add(name.casefold())
 
     def update(self, vg: VaultGraph, nodes: Iterable[str]) -> set[str]:
         """Re-derive names for ``nodes``; return every node whose name changed."""
@@ -111,7 +136,8 @@ class Namer:
                 self._groups.pop(base, None)
             changed |= self._name_group(vg, base, members)
         for n in nodes:
-            if n not in vg.g and self.names.pop(n, None) is not None:
+            if n not in vg.g and n in self.names:
+                self._set(n, None)
                 changed.add(n)
         return changed
 
@@ -123,7 +149,8 @@ class Namer:
             if len(set(new.values())) < len(new):
                 new = {n: _qualified(n, vg.g.nodes[n], base, 2) for n in members}
         changed = {n for n, name in new.items() if self.names.get(n) != name}
-        self.names.update(new)
+        for n in changed:
+            self._set(n, new[n])
         return changed
 
 
@@ -192,10 +219,10 @@ class Mapper:
     def _inbound_evidence(self, node: str) -> list[tuple[str, str]]:
         out = []
         for src, _, data in self.vg.g.in_edges(node, data=True):
-            out.append((src, self._evidence_chunk(src, data).id))
+            out.append((src, self.evidence_chunk(src, data).id))
         return out
 
-    def _evidence_chunk(self, src: str, data: dict[str, Any]) -> Chunk:
+    def evidence_chunk(self, src: str, data: dict[str, Any]) -> Chunk:
         chunks = self.chunks(src)
         line = data.get("line")
         return chunk_for_line(chunks, line) if isinstance(line, int) else chunks[0]
@@ -211,7 +238,7 @@ class Mapper:
             if g.has_edge(u, v) and u in self.vg.notes:
                 for data in g.get_edge_data(u, v).values():
                     line = data["line"] if isinstance(data["line"], int) else 0
-                    evidence.append((u, line, data, self._evidence_chunk(u, data)))
+                    evidence.append((u, line, data, self.evidence_chunk(u, data)))
         if not evidence:
             return None
         evidence.sort(key=lambda e: (e[0], e[1], e[2]["kind"]))

@@ -21,11 +21,14 @@ from typing import Any
 
 from wikid.chunk import Chunk, approx_tokens, chunk_note
 from wikid.delta import Delta
+from wikid.extract import Job
 from wikid.graph import VaultGraph
+from wikid.implicit import IMPLICIT, ImplicitIndex, fold, node_of
 from wikid.ledger import Ops, mirror_form
 from wikid.records import Mapper, doc_id, pair
+from wikid.salience import score
 from wikid.search import SearchIndex
-from wikid.store import Store
+from wikid.store import Store, text_hash
 
 Record = dict[str, Any]
 SLICE_KEYS = 50_000  # entities + relations per batch of a full reconcile
@@ -41,7 +44,11 @@ class BatchReport:
 
 class Sink:
     def __init__(
-        self, vg: VaultGraph, store: Store, chunker: Callable[..., list[Chunk]] | None = None
+        self,
+        vg: VaultGraph,
+        store: Store,
+        chunker: Callable[..., list[Chunk]] | None = None,
+        implicit: ImplicitIndex | None = None,
     ) -> None:
         self.vg = vg
         self.store = store
@@ -51,15 +58,24 @@ class Sink:
         count = getattr(store.embedder, "count_tokens", None) or approx_tokens
         self.mapper = Mapper(vg, chunker or (lambda note: chunk_note(note, count)))
         self.search = SearchIndex(store.ledger.database)
+        self.implicit = implicit or ImplicitIndex(None)
         self._forced: dict[str, set[str]] = {}
+        self._salience: dict[str, dict[str, float]] = {}  # note -> chunk id -> score
 
     # -- entry points -----------------------------------------------------------
 
     async def reconcile_all(self) -> BatchReport:
         """Make the whole store equal a fresh build (start-up, ``wikid index``)."""
         self.mapper.namer.update(self.vg, list(self.vg.g.nodes))
-        nodes = set(self.vg.g.nodes) | self.ledger.all_nodes()
+        self.mapper.namer.refolded.clear()
+        if self.implicit.enabled:
+            gone = {p: None for p in self.implicit.by_note if p not in self.vg.notes}
+            self.implicit.set_notes(gone | {p: self.mapper.chunks(p) for p in self.vg.notes})
+            self._salience.clear()
+        implicit_nodes, implicit_pairs = self.implicit.owners()
+        nodes = set(self.vg.g.nodes) | self.ledger.all_nodes() | implicit_nodes
         pairs = {pair(u, v) for u, v in self.vg.g.edges()} | self.ledger.all_pairs()
+        pairs |= implicit_pairs
         notes = set(self.vg.notes) | self.ledger.all_notes()
         synced = self.ledger.digests()
         indexed = self.search.indexed()
@@ -111,7 +127,86 @@ class Sink:
                     pairs.add(pair(path, v))
             else:
                 self.mapper.forget(path)
+        self._implicit_keys(nodes, pairs, notes)
         return await self._run(nodes, pairs, notes, force={}, searched=notes)
+
+    async def apply_extracted(self, hashes: set[str]) -> BatchReport:
+        """New extractions in the cache: write the implicit records they bring."""
+        folds, fold_pairs = self.implicit.learn(hashes)
+        nodes = {node_of(f) for f in folds}
+        pairs = {pair(node_of(a), node_of(b)) for a, b in fold_pairs}
+        if not nodes and not pairs:
+            return BatchReport()
+        return await self._run(nodes, pairs, set(), force={}, searched=set())
+
+    def _implicit_keys(self, nodes: set[str], pairs: set[tuple[str, str]], notes: set[str]) -> None:
+        """Add the implicit keys a batch may change: those of the notes' old and new
+        chunks, of names that changed holder, and of pairs a link now states (or no
+        longer does)."""
+        namer = self.mapper.namer
+        folds, fold_pairs = self.implicit.set_notes(
+            {p: self.mapper.chunks(p) if p in self.vg.notes else None for p in notes}
+        )
+        for p in notes:  # a chunk's salience depends on its siblings
+            self._salience.pop(p, None)
+        folds |= namer.refolded
+        namer.refolded.clear()
+        fold_pairs |= self.implicit.around(folds)
+        for a, b in list(pairs):
+            fa, fb = namer.names.get(a), namer.names.get(b)
+            if fa and fb and self.implicit.is_related(fold(fa), fold(fb)):
+                fold_pairs.add(pair(fold(fa), fold(fb)))
+        nodes.update(node_of(f) for f in folds)
+        pairs.update(pair(node_of(a), node_of(b)) for a, b in fold_pairs)
+
+    # -- extraction jobs -----------------------------------------------------------
+
+    def extraction_jobs(self, threshold: float) -> tuple[list[Job], int]:
+        """The chunks to send to the LLM (no cached extraction, salient enough), and
+        how many the salience filter skips."""
+        missing = self.implicit.missing
+        by_note: dict[str, list[Chunk]] = {}
+        for c in missing.values():
+            by_note.setdefault(c.note, []).append(c)
+        jobs: list[Job] = []
+        skipped = 0
+        for path in sorted(by_note):
+            if path not in self.vg.notes:
+                continue
+            siblings = self.mapper.chunks(path)
+            scores = self._salience.setdefault(path, {})
+            for c in sorted(by_note[path], key=lambda c: c.order):
+                if c.id not in scores:
+                    scores[c.id] = self._score(c, siblings)
+                if scores[c.id] < threshold:
+                    skipped += 1
+                else:
+                    jobs.append(self._job(c))
+        return jobs, skipped
+
+    def _score(self, c: Chunk, siblings: list[Chunk]) -> float:
+        hashes = {s.id: text_hash(s.content) for s in siblings}
+        vecs = self.ledger.vectors(hashes.values())
+        others = [vecs[h] for cid, h in hashes.items() if cid != c.id and h in vecs]
+        return score(c.content, vecs.get(hashes.get(c.id, "")), others)
+
+    def _job(self, c: Chunk) -> Job:
+        """The chunk and its structure header: the note's entity, type and tags, and
+        the links this chunk states, marked as already known."""
+        path = c.note
+        note = self.vg.notes[path]
+        me = self.mapper.name(path)
+        known = sorted(
+            {
+                self.mapper.name(v)
+                for _, v, data in self.vg.g.out_edges(path, data=True)
+                if v != path and self.mapper.evidence_chunk(path, data).id == c.id
+            }
+        )
+        tags = f"; tags: {', '.join('#' + t for t in note.tags)}" if note.tags else ""
+        header = f'note entity "{me}" (type: {note.type or "note"}{tags}). Known from links: '
+        header += "; ".join(f"{me} — {k}" for k in known) if known else "none"
+        return Job(text_hash(c.content), c.id, path, c.content, header + ".")
 
     # -- the batch ----------------------------------------------------------------
 
@@ -165,18 +260,32 @@ class Sink:
                 ops.owner[(kind, key)] = owner
 
     def _entities(self, ops: Ops, nodes: set[str]) -> None:
+        resolve = self.mapper.namer.resolve
         for node in sorted(nodes):
-            want = self.mapper.entity(node)
+            if node.startswith(IMPLICIT):
+                want = self.implicit.entity(node[len(IMPLICIT) :], resolve)
+            else:
+                want = self.mapper.entity(node)
             desired = {want[0]: want[1]} if want else {}
             current = dict(self.ledger.entity_of(node))
             self._diff(ops, "entity", node, desired, current)
 
     def _relations(self, ops: Ops, pairs: set[tuple[str, str]]) -> None:
         for a, b in sorted(pairs):
-            want = self.mapper.relation(a, b)
+            if a.startswith(IMPLICIT):
+                want = self.implicit.relation(
+                    a[len(IMPLICIT) :], b[len(IMPLICIT) :], self.mapper.namer.resolve, self._stated
+                )
+            else:
+                want = self.mapper.relation(a, b)
             desired = {want[0]: want[1]} if want else {}
             current = dict(self.ledger.relation_of(a, b))
             self._diff(ops, "relation", (a, b), desired, current)
+
+    def _stated(self, name_a: str, name_b: str) -> bool:
+        """Does a link relate the graph entities named ``name_a`` and ``name_b``?"""
+        a, b = (self.mapper.namer.node(n.casefold()) for n in (name_a, name_b))
+        return a is not None and b is not None and self.mapper.relation(a, b) is not None
 
     def _notes(self, ops: Ops, notes: set[str]) -> dict[str, tuple[str, str, list[str]] | None]:
         rows: dict[str, tuple[str, str, list[str]] | None] = {}

@@ -66,7 +66,7 @@ logging.getLogger("lightrag").setLevel(logging.WARNING)
 logging.getLogger("nano-vectordb").setLevel(logging.WARNING)
 
 
-EDGE_FIELDS = ("weight", "description", "keywords", "source_id", "file_path")
+EDGE_FIELDS = ("weight", "description", "keywords", "source_id", "file_path", "origin")
 
 
 class LLMForbidden(RuntimeError):
@@ -326,7 +326,7 @@ class Store:
                         (
                             rec["src_id"],
                             rec["tgt_id"],
-                            {k: rec[k] for k in EDGE_FIELDS} | {"created_at": now},
+                            {k: rec[k] for k in EDGE_FIELDS if k in rec} | {"created_at": now},
                         )
                         for rec in rels.values()
                     ]
