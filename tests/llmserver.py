@@ -6,8 +6,8 @@ records every request it receives and reports usage counted with cl100k, as a re
 server would count its own. Its answers are deterministic functions of the prompt:
 - an extraction prompt (LightRAG's ``---Input Text---`` block, wikid's or stock
   LightRAG's) gets rows in LightRAG's delimiter format: every run of two or more
-  capitalised words in the input text is an entity, and names in one sentence
-  are related;
+  capitalised words in the input text (outside wikilinks and wikid's
+  "title › heading" line) is an entity, and names in one sentence are related;
 - any other prompt gets an answer citing the first note path in it.
 """
 
@@ -37,7 +37,10 @@ def extraction_answer(prompt: str) -> str | None:
     found = _INPUT.search(prompt)
     if found is None:
         return None
-    text = found.group(1)
+    text = re.sub(r"!?\[\[[^\]]*\]\]", " ", found.group(1))  # links are known already
+    head, sep, rest = text.partition("\n\n")
+    if sep and "\n" not in head:  # wikid's "title › heading" line is not prose
+        text = rest
     names = list(dict.fromkeys(_NAME.findall(text)))[:8]
     rows = [f"entity{TD}{n}{TD}concept{TD}{n} is named in the notes." for n in names]
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):

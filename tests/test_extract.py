@@ -18,8 +18,11 @@ from typing import Any
 import numpy as np
 from daemontools import DaemonProc
 from graphtools import delete, write
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from llmserver import LLMServer, is_extraction
 from storetools import assert_same_store, ledger_path, seed_ledger, unique_workspace
+from test_graph_invariant import _apply, bodies, ops, paths
 
 from wikid.api import query
 from wikid.export import export_store
@@ -267,5 +270,118 @@ def test_extraction_off_removes_the_extracted_items_and_on_brings_them_back_free
             assert_same_store(await export_store(idx.store), on)
             await idx.close()
             assert len(llm.requests) == sent
+
+    asyncio.run(run())
+
+
+SENTENCES = [
+    "Delta Note was written by Ada Byron.",
+    "Ada Byron met Charles Babbage in London Town.",
+    "Charles Babbage built the Difference Engine with Zeta Corp.",
+    "The Difference Engine inspired Delta Note.",
+    "Zeta Corp hired Ada Byron one spring.",
+]
+prose_ops = st.one_of(ops, st.tuples(st.just("append"), paths, st.sampled_from(SENTENCES)))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(paths, bodies, st.sampled_from(SENTENCES)), min_size=1, max_size=5),
+    st.lists(prose_ops, min_size=1, max_size=6),
+)
+def test_incremental_extraction_equals_a_fresh_build(initial: list[Any], steps: list[Any]) -> None:
+    """Random create/edit/rename/move/delete sequences with extraction on (threshold 0:
+    every chunk is sent). Names in the prose meet note names ("Delta Note") that come
+    and go, so implicit entities turn into graph entities and back."""
+    with tempfile.TemporaryDirectory() as tmp:
+        vault, wd = Path(tmp) / "vault", Path(tmp) / "wd"
+        for path, body, sentence in initial:
+            write(vault, path, f"{body}\n{sentence}\n")
+
+        async def run() -> tuple[dict[str, Any], dict[str, Any]]:
+            with LLMServer() as llm:
+                idx = await _open(vault, wd, llm, threshold=0.0)
+                try:
+                    for op in steps:
+                        await _step(idx, set(_apply(vault, op)))
+                    assert not idx.sink.implicit.missing
+                    export = await export_store(idx.store)
+                finally:
+                    await idx.close()
+            return export, await _fresh(vault, ledger_path(wd))
+
+        incremental, fresh = asyncio.run(run())
+        assert_same_store(incremental, fresh)
+
+
+def test_extracted_names_follow_the_notes_they_name(tmp_path: Path) -> None:
+    """An extracted name is a graph entity while a note of that name exists (and an
+    implicit one otherwise); an extracted relation gives way to a link that states it."""
+    vault, wd = tmp_path / "v", tmp_path / "wd"
+    write(vault, "Ada Byron.md", "Ada Byron met Charles Babbage in London Town.\n")
+
+    async def run() -> None:
+        with LLMServer() as llm:
+            idx = await _open(vault, wd, llm, threshold=0.0)
+
+            async def check() -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
+                export = await export_store(idx.store)
+                assert_same_store(export, await _fresh(vault, ledger_path(wd)))
+                return _llm_items(export)
+
+            try:
+                ents, rels = await check()
+                assert "Charles Babbage" in ents and "Ada Byron" not in ents  # a note has it
+                assert ("Ada Byron", "Charles Babbage") in rels
+                steps: list[tuple[str, str | None, Any]] = [
+                    ("Charles Babbage.md", "Engines.\n", lambda e, r: "Charles Babbage" not in e),
+                    (
+                        "B/Charles Babbage.md",
+                        "More engines.\n",
+                        lambda e, r: "Charles Babbage" in e,
+                    ),
+                    ("B/Charles Babbage.md", None, lambda e, r: "Charles Babbage" not in e),
+                    (
+                        "Ada Byron.md",
+                        "Ada Byron met Charles Babbage in London Town.\n\n# See\n\n[[Charles Babbage]]\n",
+                        lambda e, r: ("Ada Byron", "Charles Babbage") not in r,
+                    ),
+                    (
+                        "Ada Byron.md",
+                        "Ada Byron met Charles Babbage in London Town.\n",
+                        lambda e, r: ("Ada Byron", "Charles Babbage") in r,
+                    ),
+                    # A link in *another* note states the relation: it gives way.
+                    (
+                        "Charles Babbage.md",
+                        "Engines. [[Ada Byron]]\n",
+                        lambda e, r: ("Ada Byron", "Charles Babbage") not in r,
+                    ),
+                    (
+                        "Charles Babbage.md",
+                        "Engines.\n",
+                        lambda e, r: ("Ada Byron", "Charles Babbage") in r,
+                    ),
+                    # A note whose title differs in case takes the name over, relations too.
+                    (
+                        "London town.md",
+                        "A place.\n",
+                        lambda e, r: (
+                            "London Town" not in e and ("Charles Babbage", "London town") in r
+                        ),
+                    ),
+                    ("Charles Babbage.md", None, lambda e, r: "Charles Babbage" in e),
+                    ("London town.md", None, lambda e, r: ("Charles Babbage", "London Town") in r),
+                ]
+                for path, text, expect in steps:
+                    if text is None:
+                        delete(vault, path)
+                    else:
+                        write(vault, path, text)
+                    await _step(idx, {path})
+                    ents, rels = await check()
+                    assert expect(ents, rels), (path, sorted(ents), sorted(rels))
+            finally:
+                await idx.close()
 
     asyncio.run(run())

@@ -66,6 +66,9 @@ logging.getLogger("lightrag").setLevel(logging.WARNING)
 logging.getLogger("nano-vectordb").setLevel(logging.WARNING)
 
 
+# Every field is written on every upsert: the graph storages merge a node's or an
+# edge's fields, so a field left out would survive from the record before ("origin"
+# of an extracted entity that a note of the same name took over).
 EDGE_FIELDS = ("weight", "description", "keywords", "source_id", "file_path", "origin")
 
 
@@ -316,7 +319,10 @@ class Store:
             ents = {k: v for k, v in ops.entity.items() if v is not None}
             if ents:
                 await graph.upsert_nodes_batch(
-                    [(n, {"entity_id": n, **rec, "created_at": now}) for n, rec in ents.items()]
+                    [
+                        (n, {"entity_id": n, "origin": "", **rec, "created_at": now})
+                        for n, rec in ents.items()
+                    ]
                 )
                 await r.entities_vdb.upsert(ent_rows)
             rels = {k: v for k, v in ops.relation.items() if v is not None}
@@ -326,7 +332,7 @@ class Store:
                         (
                             rec["src_id"],
                             rec["tgt_id"],
-                            {k: rec[k] for k in EDGE_FIELDS if k in rec} | {"created_at": now},
+                            {k: rec.get(k, "") for k in EDGE_FIELDS} | {"created_at": now},
                         )
                         for rec in rels.values()
                     ]
