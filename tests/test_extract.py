@@ -9,6 +9,7 @@ must equal the incremental store, field by field.
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -217,6 +218,7 @@ def test_a_failing_llm_leaves_the_structure_alone_and_is_retried(tmp_path: Path)
         try:
             status = d.wait_for(lambda s: s["extraction"]["failed_chunks"] > 0)
             assert "HTTP 500" in status["extraction"]["last_error"]
+            assert re.search(r"[1-9]\d* failed; last error: .*HTTP 500", d.cli("status"))
             assert status["entities"] >= 3 and not status["store"]["behind"]
             assert d.call("links", note="Acme.md")["links"]
             assert status["cost"]["calls"] == 0  # a failed call costs nothing

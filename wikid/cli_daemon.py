@@ -44,11 +44,27 @@ def _status_text(s: dict[str, Any]) -> str:
         f"{s['cost']['calls']} calls, {s['cost']['input_tokens']} tokens in, "
         f"{s['cost']['output_tokens']} out"
         + (f", est. {s['cost']['cost']:.4f}" if s["cost"]["cost"] is not None else ""),
+        _extraction_line(s.get("extraction") or {}),
         f"uptime      {s['uptime_seconds']} s (pid {s['pid']})",
         f"rejected    {len(s['rejected'])} files",
     ]
     lines += [f"  {p}: {why}" for p, why in s["rejected"].items()]
     return "\n".join(lines)
+
+
+def _extraction_line(x: dict[str, Any]) -> str:
+    if not x.get("enabled"):
+        return "extraction  off (extract = true in the config turns it on)"
+    line = (
+        f"extraction  {x['extracted_chunks']} chunks extracted, {x['waiting_chunks']} waiting, "
+        f"{x['skipped_chunks']} skipped by salience (< {x['threshold']}), "
+        f"{x['failed_chunks']} failed"
+    )
+    if not x.get("llm"):
+        line += "; no LLM configured, so nothing new is sent"
+    if x.get("last_error") and x["failed_chunks"]:
+        line += f"; last error: {x['last_error']}"
+    return line
 
 
 @main.command()
