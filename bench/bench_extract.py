@@ -79,13 +79,16 @@ def edit_target(notes: dict[str, str]) -> tuple[str, str, str]:
     raise SystemExit("no note with a prose sentence to edit")
 
 
-async def wikid_side(vault: Path, llm: LLMServer, edit: tuple[str, str, str]) -> dict[str, Any]:
+async def wikid_side(
+    vault: Path, llm: LLMServer, edit: tuple[str, str, str], threshold: float = 0.3
+) -> dict[str, Any]:
     meter = Meter(llm)
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "vault"
         shutil.copytree(vault, copy)
-        settings = ExtractSettings(LLMConfig(llm.url, "stand-in"))
-        idx = await Index.open(copy, Path(tmp) / "wd", workspace="bench_wikid", extraction=settings)
+        settings = ExtractSettings(LLMConfig(llm.url, "stand-in"), threshold)
+        workspace = f"bench_wikid_{int(threshold * 100)}"
+        idx = await Index.open(copy, Path(tmp) / "wd", workspace=workspace, extraction=settings)
         try:
             meter.start()
             t = time.perf_counter()
@@ -149,15 +152,20 @@ async def main(vault: Path) -> None:
     edit = edit_target(notes)
     with LLMServer() as llm:
         ours = await wikid_side(vault, llm, edit)
+        unfiltered = await wikid_side(vault, llm, edit, threshold=0.0)
         stock = await stock_side(vault, llm, edit)
     print(f"\nvault {vault.name}: {len(notes)} notes; edited {edit[0]!r}\n")
-    print(f"{'':<34}{'calls':>7}{'input tok':>12}{'output tok':>12}{'total':>10}{'seconds':>9}")
-    for name, r in (("stock LightRAG ainsert", stock), ("wikid extraction", ours)):
+    print(f"{'':<40}{'calls':>7}{'input tok':>12}{'output tok':>12}{'total':>10}{'seconds':>9}")
+    for name, r in (
+        ("stock LightRAG ainsert", stock),
+        ("wikid, no salience filter", unfiltered),
+        ("wikid extraction", ours),
+    ):
         c, i, o, s = r["full"]
-        print(f"{'full index: ' + name:<34}{c:>7}{i:>12}{o:>12}{i + o:>10}{s:>9.1f}")
+        print(f"{'full index: ' + name:<40}{c:>7}{i:>12}{o:>12}{i + o:>10}{s:>9.1f}")
     for name, r in (("stock delete+reinsert", stock), ("wikid incremental", ours)):
         c, i, o = r["edit"]
-        print(f"{'one-sentence edit: ' + name:<34}{c:>7}{i:>12}{o:>12}{i + o:>10}")
+        print(f"{'one-sentence edit: ' + name:<40}{c:>7}{i:>12}{o:>12}{i + o:>10}")
     s_total = stock["full"][1] + stock["full"][2]
     w_total = ours["full"][1] + ours["full"][2]
     s_edit = stock["edit"][1] + stock["edit"][2]
