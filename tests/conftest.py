@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,3 +31,19 @@ def vaultofknowledge() -> Path:
 @pytest.fixture
 def tasks_docs() -> Path:
     return shared_vault("tasks-docs")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """A real PostgreSQL 16 + pgvector on loopback for the whole session (see
+    tests/pgserver.py); the tests that need it skip, with the reason, only when it
+    cannot start."""
+    from pgserver import start_or_reason
+
+    server, reason = start_or_reason()
+    if server is None:
+        pytest.skip(reason)
+    try:
+        yield server
+    finally:
+        server.stop()

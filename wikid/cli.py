@@ -137,6 +137,7 @@ def index(
             backend=cfg.store,
             options=VaultOptions(ignore=cfg.ignore, max_note_bytes=cfg.max_note_bytes),
             extraction=cfg.extraction(),
+            postgres_url=cfg.postgres_url,
         )
         if sys.stderr.isatty() and not as_json:
             done = [0]

@@ -22,11 +22,11 @@ from typing import Any
 from wikid.extract import ExtractSettings
 from wikid.llm import KINDS as LLM_KINDS
 from wikid.llm import LLMConfig
-from wikid.store import default_workdir, workspace_name
+from wikid.store import BACKENDS, default_workdir, workspace_name
 
 QUERY_MODES = ("local", "global", "hybrid", "mix", "naive")
 
-SECRET_ENV = {"llm_api_key": "WIKID_LLM_API_KEY"}
+SECRET_ENV = {"llm_api_key": "WIKID_LLM_API_KEY", "postgres_password": "WIKID_POSTGRES_PASSWORD"}
 
 
 class ConfigError(ValueError):
@@ -40,6 +40,8 @@ class VaultConfig:
     workdir: Path | None = None
     socket: Path | None = None
     store: str = "sqlite"
+    # postgresql://USER@HOST:PORT/DATABASE for store = "postgres" (password: environment).
+    postgres_url: str | None = None
     debounce_ms: int = 300
     reconcile_interval_s: float = 300.0
     max_queue: int = 100_000
@@ -215,6 +217,13 @@ def load(
     cfg = VaultConfig(**values).resolved()
     if cfg.llm_kind not in LLM_KINDS:
         raise ConfigError(f"llm_kind {cfg.llm_kind!r}: choose from {', '.join(LLM_KINDS)}")
+    if cfg.store not in BACKENDS:
+        raise ConfigError(f"store {cfg.store!r}: choose from {', '.join(sorted(BACKENDS))}")
+    if cfg.store == "postgres" and not cfg.postgres_url:
+        raise ConfigError(
+            "store 'postgres' needs postgres_url (or WIKID_POSTGRES_URL) = "
+            "postgresql://USER@HOST:PORT/DATABASE; the password goes in WIKID_POSTGRES_PASSWORD"
+        )
     if not 0.0 <= cfg.extract_threshold <= 1.0:
         raise ConfigError(f"extract_threshold {cfg.extract_threshold}: use a number from 0 to 1")
     if cfg.extract_concurrency < 1:

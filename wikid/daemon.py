@@ -86,6 +86,7 @@ class Daemon:
             options=self._options(),
             backend=self.cfg.store,
             extraction=self.cfg.extraction(),
+            postgres_url=self.cfg.postgres_url,
         )
         self.costs = CostLedger(self.index.store.ledger.database)
         server = await self._listen(self.cfg.socket)

@@ -14,6 +14,7 @@ from typing import Any
 
 import networkx as nx
 
+from wikid import postgres
 from wikid.records import SEP
 from wikid.store import Store, find_workspaces
 
@@ -26,6 +27,8 @@ async def _kv_keys(storage: Any) -> list[str]:
         return sorted(data.keys())
     if hasattr(storage, "all_keys"):
         return sorted(await storage.all_keys())
+    if type(storage).__name__.startswith("PG"):
+        return await postgres.ids(storage)
     raise TypeError(f"cannot list keys of {type(storage).__name__}")
 
 
@@ -35,6 +38,8 @@ async def _vector_ids(storage: Any) -> list[str]:
         return sorted(row["__id__"] for row in client["data"])
     if hasattr(storage, "all_keys"):
         return sorted(await storage.all_keys())
+    if type(storage).__name__.startswith("PG"):
+        return await postgres.ids(storage)
     raise TypeError(f"cannot list vectors of {type(storage).__name__}")
 
 

@@ -49,6 +49,7 @@ class Index:
         llm_func: Any = None,
         workspace: str | None = None,
         extraction: ExtractSettings | None = None,
+        postgres_url: str | None = None,
     ) -> Index:
         """Open (creating if needed) the store of ``vault`` and load its graph.
 
@@ -66,6 +67,7 @@ class Index:
             embedder or default_embedder(),
             backend=backend,
             llm_func=llm_func,
+            postgres_url=postgres_url,
         )
         await store.open()
         vg = VaultGraph.load(vault, options)

@@ -28,7 +28,7 @@ import tiktoken
 from lightrag import LightRAG
 from lightrag.utils import EmbeddingFunc, Tokenizer
 
-from wikid import sqlite_backend
+from wikid import postgres, sqlite_backend
 from wikid.embed import Embedder
 from wikid.ledger import Ledger, Ops
 from wikid.records import entity_vdb_id, relation_vdb_id
@@ -44,6 +44,7 @@ BACKENDS = {
         "NetworkXStorage",
         "JsonDocStatusStorage",
     ),
+    "postgres": postgres.CLASS_NAMES,
 }
 DEFAULT_BACKEND = "sqlite"
 LEDGER_FILE = "wikid-ledger.sqlite"  # beside the stock files; the SQLite store holds its own
@@ -52,6 +53,8 @@ LEDGER_FILE = "wikid-ledger.sqlite"  # beside the stock files; the SQLite store 
 def ledger_file(backend: str) -> str:
     """The sqlite backend keeps the ledger in the store's own file: one transaction
     covers both."""
+    if backend == "postgres":
+        return postgres.LEDGER_FILE
     return sqlite_backend.DB_FILE if backend == "sqlite" else LEDGER_FILE
 
 
@@ -59,6 +62,7 @@ def find_workspaces(workdir: Path) -> dict[str, str]:
     """Workspaces under a working dir, with the backend each was built with."""
     found = {p.parent.name: "lightrag-files" for p in workdir.glob(f"*/{LEDGER_FILE}")}
     found |= {p.parent.name: "sqlite" for p in workdir.glob(f"*/{sqlite_backend.DB_FILE}")}
+    found |= {p.parent.name: "postgres" for p in workdir.glob(f"*/{postgres.LEDGER_FILE}")}
     return found
 
 
@@ -142,9 +146,12 @@ class Store:
         backend: str = DEFAULT_BACKEND,
         llm_func: Any = None,
         read_only: bool = False,
+        postgres_url: str | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"unknown store backend {backend!r}; choose from {sorted(BACKENDS)}")
+        if backend == "postgres":
+            postgres.configure(postgres_url or os.environ.get(postgres.URL_ENV))
         self.workdir = workdir
         self.workspace = workspace
         self.backend = backend
@@ -209,12 +216,17 @@ class Store:
 
     async def open(self) -> None:
         await self.rag.initialize_storages()
+        if self.backend == "postgres":
+            postgres.check_workspace(self._storages(), self.workspace)
         if self.read_only:
             return
         model = f"{self.embedder.model_id}:{self.embedder.dim}"
         known = self.ledger.meta("embedding_model")
-        if known is not None and known != model:
-            # Never mix vectors of two models: start the store over, cleanly.
+        if (known is not None and known != model) or (known is None and self.backend != "sqlite"):
+            # Never mix vectors of two models, and never trust a store whose ledger is
+            # new (lost, or never written): records it holds that the ledger does not
+            # know of would never be deleted. Start the store over, cleanly. (The sqlite
+            # backend keeps its ledger in the store's own file.)
             for storage in self._storages():
                 await storage.drop()
             self.ledger.wipe()
@@ -277,15 +289,9 @@ class Store:
             for rec in ops.relation.values()
             if rec is not None
         }
-        chunks = {
-            k: {
-                "content": v["content"],
-                "full_doc_id": v["full_doc_id"],
-                "file_path": v["file_path"],
-            }
-            for k, v in ops.chunk.items()
-            if v is not None
-        }
+        # The whole chunk record, as stock LightRAG gives it: PGVectorStorage stores
+        # tokens and order too; the others keep only their meta fields.
+        chunks = {k: dict(v) for k, v in ops.chunk.items() if v is not None}
         return ents, rels, chunks
 
     async def write(self, ops: Ops, now: str) -> None:
