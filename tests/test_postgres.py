@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,8 @@ from graphtools import delete, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from storetools import assert_same_store, fresh_export, unique_workspace
-from test_graph_invariant import _apply, bodies, ops, paths
+from test_graph_invariant import bodies, ops, paths
+from test_sink import check_incremental_equals_fresh
 
 from wikid.export import export_store
 from wikid.index import Index
@@ -48,15 +48,7 @@ def test_incremental_store_equals_a_fresh_build_on_postgres(pg_url: str) -> None
         st.lists(ops, min_size=1, max_size=5),
     )
     def check(initial: list[Any], steps: list[Any]) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            vault, wd = Path(tmp) / "vault", Path(tmp) / "wd"
-            for path, text in initial:
-                write(vault, path, text)
-            incremental = asyncio.run(
-                _build(vault, wd, pg_url, [lambda root, op=op: _apply(root, op) for op in steps])
-            )
-            fresh = asyncio.run(fresh_export(vault, backend="postgres", postgres_url=pg_url))
-            assert_same_store(incremental, fresh)
+        check_incremental_equals_fresh(initial, steps, backend="postgres", postgres_url=pg_url)
 
     check()
 

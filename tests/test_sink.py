@@ -37,10 +37,10 @@ async def _raising_llm(*args: Any, **kwargs: Any) -> str:
 
 
 async def _incremental(
-    vault: Path, workdir: Path, steps: list[Any], backend: str = DEFAULT_BACKEND
+    vault: Path, workdir: Path, steps: list[Any], backend: str = DEFAULT_BACKEND, **kw: Any
 ) -> dict[str, Any]:
     idx = await Index.open(
-        vault, workdir, workspace=unique_workspace(), llm_func=_raising_llm, backend=backend
+        vault, workdir, workspace=unique_workspace(), llm_func=_raising_llm, backend=backend, **kw
     )
     try:
         await idx.sync()
@@ -59,14 +59,20 @@ async def _incremental(
     st.lists(ops, min_size=1, max_size=6),
 )
 def test_incremental_store_equals_a_fresh_build(initial: list[Any], steps: list[Any]) -> None:
+    check_incremental_equals_fresh(initial, steps)
+
+
+def check_incremental_equals_fresh(initial: list[Any], steps: list[Any], **kw: Any) -> None:
+    """Write ``initial``, apply ``steps`` one batch each; the store equals a fresh build.
+    ``kw`` opens both stores (backend, postgres_url)."""
     with tempfile.TemporaryDirectory() as tmp:
         vault, wd = Path(tmp) / "vault", Path(tmp) / "wd"
         for path, text in initial:
             write(vault, path, text)
         incremental = asyncio.run(
-            _incremental(vault, wd, [lambda root, op=op: _apply(root, op) for op in steps])
+            _incremental(vault, wd, [lambda root, op=op: _apply(root, op) for op in steps], **kw)
         )
-        assert_same_store(incremental, asyncio.run(fresh_export(vault)))
+        assert_same_store(incremental, asyncio.run(fresh_export(vault, **kw)))
 
 
 def test_a_title_collision_renames_both_entities_and_their_relations(tmp_path: Path) -> None:
