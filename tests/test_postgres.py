@@ -104,6 +104,8 @@ def test_a_postgres_outage_is_survived_and_nothing_is_lost(pg_server: Any, tmp_p
         assert d.proc is not None and d.proc.poll() is None
         pg_server.start()
         d.wait_for(lambda s: not s["store"]["behind"] and s["queue"] == 0, timeout=180)
+        ev = d.call("query", text="What does Spoke 2 link to?")  # answered from PostgreSQL
+        assert "Spoke 2.md" in {i["path"] for k in ("entities", "chunks") for i in ev[k]}
         assert d.stop() == 0
     finally:
         d.stop()

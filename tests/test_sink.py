@@ -231,6 +231,9 @@ if backend == "sqlite":  # what `wikid lightrag-server` does: register, then sto
     register()
     storages = dict(kv_storage="SQLiteKVStorage", vector_storage="SQLiteVectorStorage",
                     graph_storage="SQLiteGraphStorage", doc_status_storage="SQLiteDocStatusStorage")
+elif backend == "postgres":  # LightRAG's own PG storages; POSTGRES_* come from the environment
+    storages = dict(kv_storage="PGKVStorage", vector_storage="PGVectorStorage",
+                    graph_storage="PGTableGraphStorage", doc_status_storage="PGDocStatusStorage")
 session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
 tok = HFTokenizer.from_file(tokenizer_json)
 tok.enable_truncation(max_length=256)
@@ -266,11 +269,22 @@ asyncio.run(main())
 """
 
 
+@pytest.fixture
+def backend_kw(request: pytest.FixtureRequest, backend: str) -> dict[str, Any]:
+    """What opening a store of ``backend`` takes (postgres: the test server's URL)."""
+    if backend == "postgres":
+        return {"postgres_url": request.getfixturevalue("pg_server").url}
+    return {}
+
+
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
-def test_a_stock_lightrag_opens_the_store(tmp_path: Path, backend: str) -> None:
+def test_a_stock_lightrag_opens_the_store(
+    tmp_path: Path, backend: str, backend_kw: dict[str, Any]
+) -> None:
     """A fresh process with LightRAG's own classes reads the store: with no wikid code
-    at all for the stock files, with only the storage registration for sqlite."""
-    asyncio.run(_incremental(EXAMPLE, tmp_path, [], backend=backend))
+    at all for the stock files and postgres, with only the storage registration for
+    sqlite."""
+    asyncio.run(_incremental(EXAMPLE, tmp_path, [], backend=backend, **backend_kw))
     (workspace,) = find_workspaces(tmp_path)
     from wikid.embed import _package_dir
 
@@ -296,7 +310,9 @@ def test_a_stock_lightrag_opens_the_store(tmp_path: Path, backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
-def test_changing_the_embedding_model_re_embeds_everything(tmp_path: Path, backend: str) -> None:
+def test_changing_the_embedding_model_re_embeds_everything(
+    tmp_path: Path, backend: str, backend_kw: dict[str, Any]
+) -> None:
     class Renamed:
         model_id, dim, max_tokens = "minilm-under-another-name", 384, 256
 
@@ -305,7 +321,12 @@ def test_changing_the_embedding_model_re_embeds_everything(tmp_path: Path, backe
 
     async def sync(embedder: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         idx = await Index.open(
-            EXAMPLE, tmp_path, workspace=f"model_{backend}", embedder=embedder, backend=backend
+            EXAMPLE,
+            tmp_path,
+            workspace=f"model_{backend}",
+            embedder=embedder,
+            backend=backend,
+            **backend_kw,
         )
         try:
             return await idx.sync(), await export_store(idx.store)

@@ -222,15 +222,20 @@ class Store:
             return
         model = f"{self.embedder.model_id}:{self.embedder.dim}"
         known = self.ledger.meta("embedding_model")
-        if (known is not None and known != model) or (known is None and self.backend != "sqlite"):
-            # Never mix vectors of two models, and never trust a store whose ledger is
-            # new (lost, or never written): records it holds that the ledger does not
-            # know of would never be deleted. Start the store over, cleanly. (The sqlite
-            # backend keeps its ledger in the store's own file.)
-            for storage in self._storages():
-                await storage.drop()
+        if known is not None and known != model:
+            # Never mix vectors of two models: start the store over, cleanly.
+            await self._drop()
             self.ledger.wipe()
+        elif known is None and self.backend != "sqlite":
+            # A new ledger (lost, or never written) beside storages that may hold data:
+            # records it does not know of would never be deleted, so start the store
+            # over. (The sqlite backend keeps its ledger in the store's own file.)
+            await self._drop()
         self.ledger.set_meta({"embedding_model": model, "backend": self.backend})
+
+    async def _drop(self) -> None:
+        for storage in self._storages():
+            await storage.drop()
 
     async def close(self) -> None:
         await self.rag.finalize_storages()
