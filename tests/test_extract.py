@@ -268,6 +268,7 @@ def test_extraction_off_removes_the_extracted_items_and_on_brings_them_back_free
                 "skipped": idx.skipped,
                 "failed": 0,
                 "writes": {},
+                "more": False,
             }
             assert_same_store(await export_store(idx.store), on)
             await idx.close()
@@ -383,6 +384,38 @@ def test_extracted_names_follow_the_notes_they_name(tmp_path: Path) -> None:
                     await _step(idx, {path})
                     ents, rels = await check()
                     assert expect(ents, rels), (path, sorted(ents), sorted(rels))
+            finally:
+                await idx.close()
+
+    asyncio.run(run())
+
+
+def test_a_cold_start_is_extracted_and_written_in_slices(tmp_path: Path) -> None:
+    """The daemon sends a big backlog a slice at a time and writes each slice, so results
+    show up as they come; the slices add up to the same store."""
+    vault = tmp_path / "v"
+    _make(vault)
+
+    async def run() -> None:
+        with LLMServer() as llm:
+            settings = ExtractSettings(LLMConfig(llm.url, "stand-in"), threshold=0.0)
+            idx = await Index.open(
+                vault, tmp_path / "wd", workspace=unique_workspace(), extraction=settings
+            )
+            try:
+                await idx.sync()
+                rounds = []
+                while True:
+                    report = await idx.extract(limit=2)
+                    rounds.append(report["sent"])
+                    if not report["more"]:
+                        break
+                assert len(rounds) >= 3 and max(rounds) == 2, rounds
+                assert not idx.sink.implicit.missing and len(llm.requests) == sum(rounds)
+                assert_same_store(
+                    await export_store(idx.store),
+                    await _fresh(vault, ledger_path(tmp_path / "wd")),
+                )
             finally:
                 await idx.close()
 

@@ -42,6 +42,7 @@ NO_LLM = (
     "and WIKID_LLM_MODEL (and WIKID_LLM_API_KEY if the endpoint needs one), or llm_base_url "
     "and llm_model in the config; llm_kind is openai (any OpenAI-compatible server) or ollama"
 )
+EXTRACT_SLICE = 64  # extraction calls per written batch on a cold start
 QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"
 
 
@@ -223,20 +224,27 @@ class Daemon:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._extract_wake.wait(), timeout)
             self._extract_wake.clear()
-            index = self.index  # a reindex may swap it while the calls run
-            hashes = await extractor.run(index.extraction_jobs())
-            if not hashes or index is not self.index:
-                if index is not self.index:
-                    self._extract_wake.set()
-                continue
             try:
-                async with self._batch_lock:
-                    report = await index.sink.apply_extracted(hashes)
-                log.info("extraction", chunks=len(hashes), writes=report.writes)
-            except Exception as exc:  # the cache holds the rows: a full reconcile writes them
+                await self._extract_once()
+            except Exception as exc:  # the cache keeps every answer: a full reconcile writes it
                 self.store_behind = True
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 log.error("extraction batch failed", error=self.last_error)
+                self.watcher.request_rescan()  # the next batch is that full reconcile
+
+    async def _extract_once(self) -> None:
+        index = self.index  # a reindex may swap it while the calls run
+        assert index.extractor is not None
+        jobs, more = index.extraction_jobs(EXTRACT_SLICE)
+        if more:  # a cold start: write results as they come, not after hours
+            self._extract_wake.set()
+        hashes = await index.extractor.run(jobs)
+        if index is not self.index:
+            self._extract_wake.set()
+        elif hashes:
+            async with self._batch_lock:
+                report = await index.sink.apply_extracted(hashes)
+            log.info("extraction", chunks=len(hashes), writes=report.writes)
 
     async def _reconcile_loop(self) -> None:
         """Stat-based scan every interval: catches anything the OS did not report."""

@@ -89,13 +89,14 @@ class Index:
         sink = _sink(vg, self.store, self.extractor)
         return Index(self.vault, vg, self.store, sink, self.extraction, self.extractor)
 
-    async def extract(self) -> dict[str, Any]:
-        """Send the chunks that need it to the LLM, then write what came back (one
-        batch). Returns what happened; with extraction off, nothing."""
+    async def extract(self, limit: int | None = None) -> dict[str, Any]:
+        """Send the chunks that need it (at most ``limit``) to the LLM, then write what
+        came back as one batch. Returns what happened; with extraction off, nothing."""
         if self.extractor is None:
             return {}
         calls = self.extractor.calls
-        hashes = await self.extractor.run(self.extraction_jobs())
+        jobs, more = self.extraction_jobs(limit)
+        hashes = await self.extractor.run(jobs)
         report = await self.sink.apply_extracted(hashes)
         return {
             "sent": len(hashes),
@@ -103,14 +104,19 @@ class Index:
             "skipped": self.skipped,
             "failed": len(self.extractor.failures),
             "writes": report.writes,
+            "more": more,
         }
 
-    def extraction_jobs(self) -> list[Job]:
-        """Chunks to send now (and how many the salience filter skips, kept for status)."""
-        if self.extraction is None:
-            return []
+    def extraction_jobs(self, limit: int | None = None) -> tuple[list[Job], bool]:
+        """Chunks to send now, at most ``limit``, and whether more are due (how many
+        the salience filter skips is kept for status)."""
+        if self.extraction is None or self.extractor is None:
+            return [], False
         jobs, self.skipped = self.sink.extraction_jobs(self.extraction.threshold)
-        return jobs
+        due = [j for j in jobs if self.extractor.due(j)]
+        if limit is not None and len(due) > limit:
+            return due[:limit], True
+        return due, False
 
     def extraction_status(self) -> dict[str, Any]:
         if self.extractor is None or self.extraction is None:
