@@ -17,6 +17,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -57,9 +58,12 @@ def is_extraction(request: dict[str, Any]) -> bool:
 class LLMServer:
     """``with LLMServer(report_usage=True) as llm:`` then point wikid at ``llm.url``."""
 
-    def __init__(self, report_usage: bool = True, fail: bool = False) -> None:
+    def __init__(self, report_usage: bool = True, fail: bool = False, delay: float = 0.0) -> None:
         self.report_usage = report_usage
         self.fail = fail
+        self.delay = delay  # seconds each answer takes, to make concurrency observable
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.requests: list[dict[str, Any]] = []
         self.prompt_tokens = 0
         self.completion_tokens = 0
@@ -71,7 +75,18 @@ class LLMServer:
                 pass
 
             def do_POST(self) -> None:
+                with server.lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer()
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+            def _answer(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                time.sleep(server.delay)
                 server.requests.append(
                     {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
                 )

@@ -420,3 +420,17 @@ def test_a_cold_start_is_extracted_and_written_in_slices(tmp_path: Path) -> None
                 await idx.close()
 
     asyncio.run(run())
+
+
+def test_extraction_calls_stay_within_the_concurrency_limit(tmp_path: Path) -> None:
+    vault = tmp_path / "v"
+    _make(vault)
+
+    async def run() -> int:
+        with LLMServer(delay=0.3) as llm:
+            idx = await _open(vault, tmp_path / "wd", llm, threshold=0.0, concurrency=2)
+            await idx.close()
+            assert len(llm.requests) >= 5
+            return llm.max_in_flight
+
+    assert asyncio.run(run()) == 2  # in parallel, but never more than asked
