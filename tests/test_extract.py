@@ -94,6 +94,13 @@ async def _fresh(vault: Path, seed: Path) -> dict[str, Any]:
             await idx.close()
 
 
+async def _same_as_fresh(idx: Index, vault: Path, wd: Path) -> dict[str, Any]:
+    """The store equals a fresh build from the same caches; returns its export."""
+    export = await export_store(idx.store)
+    assert_same_store(export, await _fresh(vault, ledger_path(wd)))
+    return export
+
+
 def _llm_items(export: dict[str, Any]) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
     ents = {e["name"]: e for e in export["entities"] if e.get("origin") == "llm"}
     rels = {(r["src"], r["tgt"]): r for r in export["relations"] if r.get("origin") == "llm"}
@@ -172,10 +179,7 @@ def test_an_edit_resends_only_its_chunk_and_a_delete_removes_exactly_its_items(
                 assert "Omar Haddad" in prompt and "Dana Reyes" not in prompt
                 ents, rels = _llm_items(await export_store(idx.store))
                 assert "Omar Haddad" in ents and "Jane Smith" not in ents
-                assert_same_store(
-                    await export_store(idx.store),
-                    await _fresh(vault, ledger_path(tmp_path / "wd")),
-                )
+                await _same_as_fresh(idx, vault, tmp_path / "wd")
                 # Undo: the old text is cached, so nothing is sent.
                 write(vault, "Acme.md", NOTES["Acme.md"])
                 await _step(idx, {"Acme.md"})
@@ -193,10 +197,7 @@ def test_an_edit_resends_only_its_chunk_and_a_delete_removes_exactly_its_items(
                 assert not zeta_chunks & set(ents["Dana Reyes"]["source_ids"])
                 for item in [*ents.values(), *rels.values()]:
                     assert not zeta_chunks & set(item["source_ids"]), item
-                assert_same_store(
-                    await export_store(idx.store),
-                    await _fresh(vault, ledger_path(tmp_path / "wd")),
-                )
+                await _same_as_fresh(idx, vault, tmp_path / "wd")
             finally:
                 await idx.close()
 
@@ -328,9 +329,7 @@ def test_extracted_names_follow_the_notes_they_name(tmp_path: Path) -> None:
             idx = await _open(vault, wd, llm, threshold=0.0)
 
             async def check() -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
-                export = await export_store(idx.store)
-                assert_same_store(export, await _fresh(vault, ledger_path(wd)))
-                return _llm_items(export)
+                return _llm_items(await _same_as_fresh(idx, vault, wd))
 
             try:
                 ents, rels = await check()
@@ -412,10 +411,7 @@ def test_a_cold_start_is_extracted_and_written_in_slices(tmp_path: Path) -> None
                         break
                 assert len(rounds) >= 3 and max(rounds) == 2, rounds
                 assert not idx.sink.implicit.missing and len(llm.requests) == sum(rounds)
-                assert_same_store(
-                    await export_store(idx.store),
-                    await _fresh(vault, ledger_path(tmp_path / "wd")),
-                )
+                await _same_as_fresh(idx, vault, tmp_path / "wd")
             finally:
                 await idx.close()
 
