@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 
 from wikid.chunk import Chunk
 from wikid.extract import ExtractionCache, Result
-from wikid.records import SEP, Record, pair, relation_key
+from wikid.records import SEP, Namer, Record, pair, relation_key
 from wikid.store import text_hash
 
 IMPLICIT = "implicit:"
@@ -149,12 +149,20 @@ class ImplicitIndex:
 
     # -- records ---------------------------------------------------------------------
 
-    def entity(self, f: str, resolve: Callable[[str], str | None]) -> tuple[str, Record] | None:
+    def _display(self, f: str) -> str:
+        """The name of implicit entity ``f``: its most common spelling in the rows."""
+        spellings: Counter[str] = Counter()
+        for cid in self.mentions[f]:
+            result = self.results[cid][1]
+            spellings.update(e[0] for e in result["entities"] if fold(e[0]) == f)
+            spellings.update(end for r in result["relations"] for end in r[:2] if fold(end) == f)
+        return _most_common(spellings)
+
+    def entity(self, f: str, namer: Namer) -> tuple[str, Record] | None:
         """The implicit entity for fold ``f``; None when it names a graph entity."""
         chunks = sorted(self.mentions.get(f, ()))
-        if not chunks or resolve(f) is not None:
+        if not chunks or namer.node(f) is not None:
             return None
-        spellings: Counter[str] = Counter()
         types: Counter[str] = Counter()
         described: list[str] = []
         related: list[str] = []  # an end named only in relations is described by them
@@ -162,17 +170,12 @@ class ImplicitIndex:
             result = self.results[cid][1]
             for name, etype, desc in result["entities"]:
                 if fold(name) == f:
-                    spellings[name] += 1
                     types[etype] += 1
                     described.append(desc)
             for src, tgt, _, desc in result["relations"]:
-                for end in (src, tgt):
-                    if fold(end) == f:
-                        spellings[end] += 1
-                        related.append(desc)
+                related.extend(desc for end in (src, tgt) if fold(end) == f)
         descriptions = list(dict.fromkeys(described or related))
-        name = _most_common(spellings)
-        return name, {
+        return self._display(f), {
             "entity_type": _most_common(types) if types else "unknown",
             "description": SEP.join(descriptions),
             "source_id": SEP.join(chunks),
@@ -181,30 +184,19 @@ class ImplicitIndex:
         }
 
     def relation(
-        self,
-        a: str,
-        b: str,
-        resolve: Callable[[str], str | None],
-        stated: Callable[[str, str], bool],
+        self, a: str, b: str, namer: Namer, linked: Callable[[str, str], bool]
     ) -> tuple[str, Record] | None:
-        """The implicit relation between folds ``a`` and ``b``; None when a link states it.
-
-        ``resolve(fold)`` gives a graph entity's name or None; ``stated(x, y)`` tells
-        whether a link relates the graph entities named x and y."""
+        """The implicit relation between folds ``a`` and ``b``; None when a link states
+        it (``linked(u, v)``: do links relate graph nodes u and v?)."""
         chunks = sorted(self.related.get(a, {}).get(b, ()))
         if not chunks:
             return None
-        names = []
-        for f in (a, b):
-            real = resolve(f)
-            if real is None:
-                found = self.entity(f, resolve)
-                if found is None:
-                    return None
-                real = found[0]
-            names.append((real, resolve(f) is not None))
-        (na, ra), (nb, rb) = names
-        if na == nb or (ra and rb and stated(na, nb)):
+        ends = []
+        for f in (a, b):  # every end of a relation is mentioned, so it has a name
+            node = namer.node(f)
+            ends.append((self._display(f), None) if node is None else (namer.names[node], node))
+        (na, ua), (nb, ub) = ends
+        if na == nb or (ua is not None and ub is not None and linked(ua, ub)):
             return None
         keywords: set[str] = set()
         descriptions: list[str] = []

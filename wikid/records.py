@@ -99,10 +99,6 @@ class Namer:
         nodes = self._by_fold.get(folded)
         return min(nodes) if nodes else None
 
-    def resolve(self, folded: str) -> str | None:
-        node = self.node(folded)
-        return None if node is None else self.names[node]
-
     def _set(self, node: str, name: str | None) -> None:
         old = self.names.pop(node, None)
         if old is not None:

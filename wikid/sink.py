@@ -260,10 +260,9 @@ class Sink:
                 ops.owner[(kind, key)] = owner
 
     def _entities(self, ops: Ops, nodes: set[str]) -> None:
-        resolve = self.mapper.namer.resolve
         for node in sorted(nodes):
             if node.startswith(IMPLICIT):
-                want = self.implicit.entity(node[len(IMPLICIT) :], resolve)
+                want = self.implicit.entity(node[len(IMPLICIT) :], self.mapper.namer)
             else:
                 want = self.mapper.entity(node)
             desired = {want[0]: want[1]} if want else {}
@@ -274,7 +273,7 @@ class Sink:
         for a, b in sorted(pairs):
             if a.startswith(IMPLICIT):
                 want = self.implicit.relation(
-                    a[len(IMPLICIT) :], b[len(IMPLICIT) :], self.mapper.namer.resolve, self._stated
+                    a[len(IMPLICIT) :], b[len(IMPLICIT) :], self.mapper.namer, self._linked
                 )
             else:
                 want = self.mapper.relation(a, b)
@@ -282,10 +281,9 @@ class Sink:
             current = dict(self.ledger.relation_of(a, b))
             self._diff(ops, "relation", (a, b), desired, current)
 
-    def _stated(self, name_a: str, name_b: str) -> bool:
-        """Does a link relate the graph entities named ``name_a`` and ``name_b``?"""
-        a, b = (self.mapper.namer.node(n.casefold()) for n in (name_a, name_b))
-        return a is not None and b is not None and self.mapper.relation(a, b) is not None
+    def _linked(self, u: str, v: str) -> bool:
+        """Do links relate graph nodes ``u`` and ``v`` (a structural relation)?"""
+        return self.mapper.relation(u, v) is not None
 
     def _notes(self, ops: Ops, notes: set[str]) -> dict[str, tuple[str, str, list[str]] | None]:
         rows: dict[str, tuple[str, str, list[str]] | None] = {}
