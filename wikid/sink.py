@@ -173,22 +173,29 @@ class Sink:
         for path in sorted(by_note):
             if path not in self.vg.notes:
                 continue
-            siblings = self.mapper.chunks(path)
-            scores = self._salience.setdefault(path, {})
+            scores = self._salience.get(path)
+            if scores is None:
+                scores = self._salience[path] = self._scores(path, by_note[path])
             for c in sorted(by_note[path], key=lambda c: c.order):
-                if c.id not in scores:
-                    scores[c.id] = self._score(c, siblings)
                 if scores[c.id] < threshold:
                     skipped += 1
                 else:
                     jobs.append(self._job(c))
         return jobs, skipped
 
-    def _score(self, c: Chunk, siblings: list[Chunk]) -> float:
-        hashes = {s.id: text_hash(s.content) for s in siblings}
+    def _scores(self, path: str, chunks: list[Chunk]) -> dict[str, float]:
+        """Salience of ``chunks`` of note ``path``, each against its siblings (their
+        vectors read from the embedding cache once for the note)."""
+        hashes = {s.id: text_hash(s.content) for s in self.mapper.chunks(path)}
         vecs = self.ledger.vectors(hashes.values())
-        others = [vecs[h] for cid, h in hashes.items() if cid != c.id and h in vecs]
-        return score(c.content, vecs.get(hashes.get(c.id, "")), others)
+        return {
+            c.id: score(
+                c.content,
+                vecs.get(hashes.get(c.id, "")),
+                [vecs[h] for cid, h in hashes.items() if cid != c.id and h in vecs],
+            )
+            for c in chunks
+        }
 
     def _job(self, c: Chunk) -> Job:
         """The chunk and its structure header: the note's entity, type and tags, and
