@@ -159,13 +159,12 @@ class Failure:
 
 @dataclass
 class Extractor:
-    """Runs jobs against the LLM, at most ``concurrency`` at a time; remembers failures."""
+    """Runs jobs against the LLM, at most ``settings.concurrency`` at a time; remembers
+    failures."""
 
     cache: ExtractionCache
     costs: CostLedger
-    llm: LLMConfig | None
-    concurrency: int = 4
-    retry_s: float = 30.0
+    settings: ExtractSettings
     failures: dict[str, Failure] = field(default_factory=dict)
     calls: int = 0
     last_error: str | None = None
@@ -179,12 +178,12 @@ class Extractor:
 
     async def run(self, jobs: list[Job]) -> set[str]:
         """Extract every due job; return the hashes now in the cache."""
-        if self.llm is None:
+        llm = self.settings.llm
+        if llm is None:
             return set()
-        llm = self.llm
         now = time.time()
         todo = list({j.hash: j for j in jobs if self.due(j, now)}.values())
-        gate = asyncio.Semaphore(max(1, self.concurrency))
+        gate = asyncio.Semaphore(max(1, self.settings.concurrency))
         done: set[str] = set()
 
         async def one(job: Job) -> None:
@@ -209,6 +208,6 @@ class Extractor:
     def _failed(self, job: Job, error: str) -> None:
         old = self.failures.get(job.hash)
         attempts = (old.attempts if old else 0) + 1
-        wait = min(self.retry_s * 2 ** (attempts - 1), MAX_RETRY_S)
+        wait = min(self.settings.retry_s * 2 ** (attempts - 1), MAX_RETRY_S)
         self.failures[job.hash] = Failure(attempts, time.time() + wait, error)
         self.last_error = error

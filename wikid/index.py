@@ -33,8 +33,7 @@ class Index:
     vg: VaultGraph
     store: Store
     sink: Sink
-    extraction: ExtractSettings | None = None
-    extractor: Extractor | None = None
+    extractor: Extractor | None = None  # None: extraction is off
     skipped: int = 0  # chunks the salience filter kept from the LLM, last time it looked
 
     @classmethod
@@ -74,20 +73,14 @@ class Index:
         extractor = None
         if extraction is not None:
             db = store.ledger.database
-            extractor = Extractor(
-                ExtractionCache(db),
-                CostLedger(db),
-                extraction.llm,
-                extraction.concurrency,
-                extraction.retry_s,
-            )
-        return cls(vault, vg, store, _sink(vg, store, extractor), extraction, extractor)
+            extractor = Extractor(ExtractionCache(db), CostLedger(db), extraction)
+        return cls(vault, vg, store, _sink(vg, store, extractor), extractor)
 
     def with_graph(self, vg: VaultGraph) -> Index:
         """This index on graph ``vg``, with a fresh sink (its first reconcile rebuilds
         the implicit index from the extraction cache)."""
         sink = _sink(vg, self.store, self.extractor)
-        return Index(self.vault, vg, self.store, sink, self.extraction, self.extractor)
+        return Index(self.vault, vg, self.store, sink, self.extractor)
 
     async def extract(self, limit: int | None = None) -> dict[str, Any]:
         """Send the chunks that need it (at most ``limit``) to the LLM, then write what
@@ -110,29 +103,30 @@ class Index:
     def extraction_jobs(self, limit: int | None = None) -> tuple[list[Job], bool]:
         """Chunks to send now, at most ``limit``, and whether more are due (how many
         the salience filter skips is kept for status)."""
-        if self.extraction is None or self.extractor is None:
+        if self.extractor is None:
             return [], False
-        jobs, self.skipped = self.sink.extraction_jobs(self.extraction.threshold)
+        jobs, self.skipped = self.sink.extraction_jobs(self.extractor.settings.threshold)
         due = [j for j in jobs if self.extractor.due(j)]
         if limit is not None and len(due) > limit:
             return due[:limit], True
         return due, False
 
     def extraction_status(self) -> dict[str, Any]:
-        if self.extractor is None or self.extraction is None:
+        if self.extractor is None:
             return {"enabled": False}
         ex = self.extractor
+        llm = ex.settings.llm
         implicit = self.sink.implicit
         return {
             "enabled": True,
-            "llm": ex.llm.model if ex.llm else None,
+            "llm": llm.model if llm else None,
             "extracted_chunks": len(implicit.results),
             "waiting_chunks": len(implicit.missing) - self.skipped,
             "skipped_chunks": self.skipped,
             "failed_chunks": len(ex.failures),
             "last_error": ex.last_error,
             "calls": ex.calls,
-            "threshold": self.extraction.threshold,
+            "threshold": ex.settings.threshold,
         }
 
     async def close(self) -> None:
