@@ -178,12 +178,17 @@ class Daemon:
                     self._extract_wake.set()
                     break
                 except Exception as exc:  # keep the paths; retry, later with a full reconcile
-                    self.store_behind = True
-                    self.last_error = f"{type(exc).__name__}: {exc}"
-                    log.error("batch failed; will retry", error=self.last_error, retry_in=backoff)
-                    notify(f"STATUS=store behind: {self.last_error}")
+                    self._behind(exc, "batch failed; will retry", retry_in=backoff)
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, 60.0)
+
+    def _behind(self, exc: Exception, event: str, **fields: Any) -> None:
+        """A write failed: the store is behind until a full reconcile succeeds; say so
+        in the log, in ``status`` and to systemd."""
+        self.store_behind = True
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        log.error(event, error=self.last_error, **fields)
+        notify(f"STATUS=store behind: {self.last_error}")
 
     async def _apply(self, paths: set[str], rescan: bool) -> None:
         started = time.perf_counter()
@@ -227,9 +232,7 @@ class Daemon:
             try:
                 await self._extract_once()
             except Exception as exc:  # the cache keeps every answer: a full reconcile writes it
-                self.store_behind = True
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                log.error("extraction batch failed", error=self.last_error)
+                self._behind(exc, "extraction batch failed")
                 self.watcher.request_rescan()  # the next batch is that full reconcile
 
     async def _extract_once(self) -> None:

@@ -64,6 +64,21 @@ def _locate(index: Index, path: str | None, chunk_id: str | None) -> dict[str, A
     return {"heading": None, "line": 1 if path in index.vg.notes else None}
 
 
+def _record_item(kind: str, key: str, text: str, rec: dict[str, Any], rank: int) -> Item:
+    """An entity or relation item: located by its first file, citing its chunks."""
+    return Item(
+        kind,
+        key,
+        text,
+        first_path(rec.get("file_path")),
+        rank,
+        extra={
+            "sources": split_sources(rec.get("source_id")),
+            "paths": split_sources(rec.get("file_path")),
+        },
+    )
+
+
 def _items(data: dict[str, Any], pools: dict[str, int] | None) -> list[Item]:
     """LightRAG's records and chunks as evidence items, in its order (cut to the pools)."""
 
@@ -72,30 +87,22 @@ def _items(data: dict[str, Any], pools: dict[str, int] | None) -> list[Item]:
         return rows[: pools[pool]] if pools else rows
 
     items = [
-        Item(
+        _record_item(
             "entity",
             e["entity_name"],
             f"{e['entity_name']} ({e.get('entity_type', '')}): {e.get('description', '')}",
-            first_path(e.get("file_path")),
+            e,
             rank,
-            extra={
-                "sources": split_sources(e.get("source_id")),
-                "paths": split_sources(e.get("file_path")),
-            },
         )
         for rank, e in enumerate(cut("entities", "entity"))
     ]
     items += [
-        Item(
+        _record_item(
             "relation",
             f"{r['src_id']}\x1f{r['tgt_id']}",
             f"{r['src_id']} — {r['tgt_id']}: {r.get('description', '')}",
-            first_path(r.get("file_path")),
+            r,
             rank,
-            extra={
-                "sources": split_sources(r.get("source_id")),
-                "paths": split_sources(r.get("file_path")),
-            },
         )
         for rank, r in enumerate(cut("relationships", "relation"))
     ]
