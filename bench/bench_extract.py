@@ -31,11 +31,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from llmserver import LLMServer
 
-from wikid.embed import default_embedder
-from wikid.extract import ExtractSettings
-from wikid.index import Index
-from wikid.llm import LLMConfig, chat
-from wikid.store import Store
+from wikid.store.embed import default_embedder
+from wikid.store.llm import LLMConfig, chat
+from wikid.store.rag import Store
+from wikid.sync.extract import ExtractSettings
+from wikid.sync.index import Index
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS_DOCS = ROOT.parent / "shared" / "vaults" / "tasks-docs"

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from genvault import generate
 
-from wikid.graph import VaultGraph
+from wikid.core.graph import VaultGraph
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "vaults"
 

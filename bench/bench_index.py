@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from genvault import generate
 
-from wikid.index import Index
+from wikid.sync.index import Index
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "vaults"
 

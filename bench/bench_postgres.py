@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_store import HashEmbedder
 from pgserver import PGServer
 
-from wikid.index import Index
+from wikid.sync.index import Index
 
 VAULT = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "vaultofknowledge"
 

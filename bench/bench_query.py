@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_store import HashEmbedder
 from genvault import WORDS, generate
 
-from wikid.embed import default_embedder
-from wikid.index import Index
-from wikid.query import evidence
+from wikid.ask.query import evidence
+from wikid.store.embed import default_embedder
+from wikid.sync.index import Index
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "vaults" / "vaultofknowledge"

@@ -35,8 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from genvault import generate
 
-from wikid.embed import default_embedder
-from wikid.index import Index
+from wikid.store.embed import default_embedder
+from wikid.sync.index import Index
 
 
 class HashEmbedder:

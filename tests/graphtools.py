@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from wikid.delta import Delta
-from wikid.graph import VaultGraph
+from wikid.core.delta import Delta
+from wikid.core.graph import VaultGraph
 
 Snapshot = tuple[dict[str, dict[str, Any]], dict[tuple[str, str, str], dict[str, Any]]]
 

@@ -9,10 +9,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from wikid.export import export_store
-from wikid.index import Index
-from wikid.ledger import Ledger
-from wikid.store import DEFAULT_BACKEND, find_workspaces, ledger_file
+from wikid.store.export import export_store
+from wikid.store.ledger import Ledger
+from wikid.store.rag import DEFAULT_BACKEND, find_workspaces, ledger_file
+from wikid.sync.index import Index
 
 _counter = itertools.count()
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from graphtools import write
 
-from wikid._markdown import scan
-from wikid.graph import VaultGraph
-from wikid.vault import VaultOptions
+from wikid.core._markdown import scan
+from wikid.core.graph import VaultGraph
+from wikid.core.vault import VaultOptions
 
 
 def test_every_kind_of_bad_note_is_reported_and_the_rest_indexed(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def test_readme_command_one_runs_the_demo() -> None:
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "wikid.demo", str(EXAMPLE)],
+        [sys.executable, "-m", "wikid.cli.demo", str(EXAMPLE)],
         capture_output=True,
         text=True,
         timeout=600,

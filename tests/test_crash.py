@@ -15,7 +15,7 @@ from pathlib import Path
 from graphtools import delete, write
 from storetools import assert_same_store, fresh_export, ledger_path
 
-from wikid.export import export_workdir
+from wikid.store.export import export_workdir
 
 WORDS = [
     "river",

@@ -17,8 +17,8 @@ from daemontools import DaemonProc, copy_example
 from graphtools import delete, move, write
 from storetools import assert_same_store, fresh_export, ledger_path
 
-from wikid.export import export_workdir
-from wikid.graph import VaultGraph, to_json
+from wikid.core.graph import VaultGraph, to_json
+from wikid.store.export import export_workdir
 
 
 @pytest.fixture

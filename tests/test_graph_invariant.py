@@ -16,7 +16,7 @@ from graphtools import assert_same, delete, move, replay, snapshot, write
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wikid.graph import VaultGraph
+from wikid.core.graph import VaultGraph
 
 FOLDERS = ["", "A/", "B/", "A/Sub/"]
 NAMES = ["Alpha", "alpha", "Beta", "Gamma", "Node.js", "Delta Note"]

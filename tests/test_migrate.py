@@ -12,10 +12,10 @@ from pathlib import Path
 
 from storetools import assert_same_store, fresh_export
 
-from wikid.export import export_store
-from wikid.index import Index
-from wikid.sqlite_backend import DB_FILE
-from wikid.store import LEDGER_FILE, find_workspaces
+from wikid.store.export import export_store
+from wikid.store.rag import LEDGER_FILE, find_workspaces
+from wikid.store.sqlite_backend import DB_FILE
+from wikid.sync.index import Index
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "example-vault"
 

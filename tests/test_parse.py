@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wikid._markdown import scan
-from wikid.note import parse_note
+from wikid.core._markdown import scan
+from wikid.core.note import parse_note
 
 
 def links(body: str) -> list[tuple[str, str, str, str | None]]:

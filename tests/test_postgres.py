@@ -18,9 +18,9 @@ from storetools import assert_same_store, fresh_export, unique_workspace
 from test_graph_invariant import bodies, ops, paths
 from test_sink import check_incremental_equals_fresh
 
-from wikid.export import export_store
-from wikid.index import Index
-from wikid.postgres import PostgresConfigError, configure
+from wikid.store.export import export_store
+from wikid.store.postgres import PostgresConfigError, configure
+from wikid.sync.index import Index
 
 
 async def _build(vault: Path, wd: Path, url: str, steps: list[Any] = ()) -> dict[str, Any]:

@@ -14,10 +14,10 @@ from graphtools import delete, write
 from llmserver import LLMServer
 from storetools import unique_workspace
 
-from wikid.answer import messages
-from wikid.api import query, search
+from wikid.ask.answer import messages
 from wikid.client import RemoteError, request
-from wikid.index import Index
+from wikid.server.api import query, search
+from wikid.sync.index import Index
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "example-vault"
 QUESTION = "Who wrote the first program for the Analytical Engine?"

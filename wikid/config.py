@@ -19,10 +19,10 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from wikid.extract import ExtractSettings
-from wikid.llm import KINDS as LLM_KINDS
-from wikid.llm import LLMConfig
-from wikid.store import BACKENDS, default_workdir, workspace_name
+from wikid.store.llm import KINDS as LLM_KINDS
+from wikid.store.llm import LLMConfig
+from wikid.store.rag import BACKENDS, default_workdir, workspace_name
+from wikid.sync.extract import ExtractSettings
 
 QUERY_MODES = ("local", "global", "hybrid", "mix", "naive")
 

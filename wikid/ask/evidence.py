@@ -1,0 +1,218 @@
+"""Choose the evidence for a question under a token budget, by coverage.
+
+Why not LightRAG's own context: ``aquery_data`` returns everything it found
+(dozens of records and chunks), and truncating that to a budget keeps what
+came first, not what answers the question. Here every candidate (entity,
+relation, chunk) is scored by the *aspects* of the question it covers (its
+content words and the names it mentions) that the evidence chosen so far
+does not, per token it costs; the best is taken until the budget is spent or
+nothing more is covered. A little weight for LightRAG's own rank breaks ties
+toward what retrieval found first.
+
+Pure functions of their inputs: no store, no LLM, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from wikid.sync.records import SEP
+
+POOLS = {"entity": 16, "relation": 16, "chunk": 8, "support": 4}
+REPEAT = (1.0, 0.5, 0.25)  # what covering an aspect a first, second, third time is worth
+RANK_WEIGHT = 1.0  # gain credited to LightRAG's top-ranked item, decaying with rank
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "could",
+        "do",
+        "does",
+        "did",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "there",
+        "these",
+        "this",
+        "those",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "about",
+        "into",
+        "there",
+        "such",
+        "thing",
+        "my",
+        "me",
+        "you",
+        "your",
+        "we",
+        "our",
+        "should",
+        "any",
+        "some",
+        "all",
+        "much",
+        "many",
+        "more",
+        "most",
+        "other",
+        "than",
+        "then",
+        "so",
+        "if",
+        "not",
+        "no",
+        "yes",
+        "also",
+        "just",
+        "only",
+        "very",
+    ]
+)
+
+
+def _stem(word: str) -> str:
+    w = word.lower()
+    for suffix in ("ies", "es", "s"):
+        if len(w) > 4 and w.endswith(suffix) and not w.endswith("ss"):
+            return w[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return w
+
+
+def terms(text: str) -> set[str]:
+    return {_stem(w) for w in _WORD.findall(text) if w.lower() not in STOP}
+
+
+@dataclass
+class Item:
+    kind: str  # entity, relation, chunk
+    key: str
+    text: str  # what the evidence shows (and what an LLM would be given)
+    path: str | None
+    rank: int  # position in LightRAG's own ordering (0 = first)
+    tokens: int = 0
+    aspects: set[str] = field(default_factory=set)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def aspects_of(question: str, names: Iterable[str], notes: Iterable[str] = ()) -> set[str]:
+    """The question's content words, each name it mentions, and each note it names (an
+    item from that note covers it): the things an answer has to speak to."""
+    out = terms(question)
+    out |= {"name:" + n.lower() for n in names}
+    out |= {"note:" + p for p in notes}
+    return out
+
+
+def _covered(item: Item, aspects: set[str]) -> set[str]:
+    words = terms(item.text)
+    low = item.text.lower()
+    paths = set(item.extra.get("paths", ())) | {item.path}
+
+    def covers(a: str) -> bool:
+        if a.startswith("name:"):
+            return a[5:] in low
+        if a.startswith("note:"):
+            return a[5:] in paths
+        return a in words
+
+    return {a for a in aspects if covers(a)}
+
+
+def select(
+    candidates: list[Item], aspects: set[str], budget: int, count: Callable[[str], int]
+) -> tuple[list[Item], int]:
+    """Greedy weighted set cover by tokens: returns the chosen items (in choice order) and
+    the tokens they cost.
+
+    An aspect may be covered up to ``len(REPEAT)`` times, each time worth less: one
+    sentence that happens to contain a word rarely answers the question, so a second
+    and third source for each aspect still earn their tokens. An item's gain also gets
+    a share for LightRAG's rank (retrieval order carries the embedding similarity).
+    Items that add nothing are never taken, so the set stays small when it can."""
+    for item in candidates:
+        item.tokens = max(1, count(item.text))
+        item.aspects = _covered(item, aspects)
+    chosen: list[Item] = []
+    times: dict[str, int] = dict.fromkeys(aspects, 0)
+    used = 0
+    pool = list(candidates)
+    while pool:
+        best, best_value = None, 0.0
+        for item in pool:
+            if used + item.tokens > budget:
+                continue
+            gain = sum(REPEAT[times[a]] for a in item.aspects if times[a] < len(REPEAT))
+            if gain == 0:
+                continue
+            value = (gain + RANK_WEIGHT / (1 + item.rank)) / item.tokens
+            if value > best_value:
+                best, best_value = item, value
+        if best is None:
+            break
+        chosen.append(best)
+        for a in best.aspects:
+            times[a] += 1
+        used += best.tokens
+        pool.remove(best)
+    return chosen, used
+
+
+def split_sources(source_id: str | None) -> list[str]:
+    return [s for s in (source_id or "").split(SEP) if s]
+
+
+def first_path(file_path: str | None) -> str | None:
+    paths = split_sources(file_path)
+    return paths[0] if paths else None
+
+
+def truncate(items: list[Item], budget: int, count: Callable[[str], int]) -> list[Item]:
+    """The baseline: items in LightRAG's order, cut at the budget."""
+    out, used = [], 0
+    for item in items:
+        cost = max(1, count(item.text))
+        if used + cost > budget:
+            break
+        out.append(item)
+        used += cost
+    return out

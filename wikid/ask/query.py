@@ -1,0 +1,195 @@
+"""Answer a question with evidence, no LLM: keywords, LightRAG retrieval, a budgeted pick.
+
+Three steps, each replaceable:
+1. ``keywords``: LightRAG wants high- and low-level keywords, which it would
+   otherwise ask an LLM for. The question's words are matched against every
+   name an entity answers to (titles, aliases, tags) in the FTS5 name index,
+   so a mention of a note becomes that note's entity name; its content words
+   and their pairs (a stand-in for noun phrases) complete the list.
+2. ``aquery_data`` with those keywords: candidate pools of 16 entities, 16
+   relations and 8 chunks, plus 4 supporting chunks cited by the candidates.
+3. ``evidence.select``: coverage per token under the budget.
+
+Every item comes back with the note path, heading and line to open.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from lightrag import QueryParam
+
+from wikid.ask.evidence import (
+    POOLS,
+    STOP,
+    Item,
+    aspects_of,
+    first_path,
+    select,
+    split_sources,
+    truncate,
+)
+
+if TYPE_CHECKING:
+    from wikid.sync.index import Index
+
+MODES = ("local", "global", "hybrid", "mix", "naive")
+_WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
+
+
+def keywords(index: Index, question: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """(high-level, low-level, (name, note) mentioned) for a question, with no LLM."""
+    mentioned = index.sink.search.names_in(question)
+    names: list[str] = []
+    for name, path in mentioned:
+        entity = name if name.startswith("#") else index.sink.mapper.name(path)
+        for n in (entity, name):
+            if n not in names:
+                names.append(n)
+    words = [w for w in _WORD.findall(question) if w.lower() not in STOP]
+    phrases = [" ".join(words[i : i + 2]) for i in range(len(words) - 1)]
+    high = [" ".join(words)] if words else [question]
+    low = list(dict.fromkeys(names + phrases + words))[:20] or [question]
+    return high, low, mentioned
+
+
+def _locate(index: Index, path: str | None, chunk_id: str | None) -> dict[str, Any]:
+    """Heading path and first line of a chunk of a note, from the in-memory chunking."""
+    if path and chunk_id and path in index.vg.notes:
+        for c in index.sink.mapper.chunks(path):
+            if c.id == chunk_id:
+                return {"heading": " › ".join(c.heading) or None, "line": c.start_line}
+    return {"heading": None, "line": 1 if path in index.vg.notes else None}
+
+
+def _record_item(kind: str, key: str, text: str, rec: dict[str, Any], rank: int) -> Item:
+    """An entity or relation item: located by its first file, citing its chunks."""
+    return Item(
+        kind,
+        key,
+        text,
+        first_path(rec.get("file_path")),
+        rank,
+        extra={
+            "sources": split_sources(rec.get("source_id")),
+            "paths": split_sources(rec.get("file_path")),
+        },
+    )
+
+
+def _items(data: dict[str, Any], pools: dict[str, int] | None) -> list[Item]:
+    """LightRAG's records and chunks as evidence items, in its order (cut to the pools)."""
+
+    def cut(key: str, pool: str) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = data.get(key, [])
+        return rows[: pools[pool]] if pools else rows
+
+    items = [
+        _record_item(
+            "entity",
+            e["entity_name"],
+            f"{e['entity_name']} ({e.get('entity_type', '')}): {e.get('description', '')}",
+            e,
+            rank,
+        )
+        for rank, e in enumerate(cut("entities", "entity"))
+    ]
+    items += [
+        _record_item(
+            "relation",
+            f"{r['src_id']}\x1f{r['tgt_id']}",
+            f"{r['src_id']} — {r['tgt_id']}: {r.get('description', '')}",
+            r,
+            rank,
+        )
+        for rank, r in enumerate(cut("relationships", "relation"))
+    ]
+    items += [
+        _chunk_item(c.get("chunk_id") or "", c, rank)
+        for rank, c in enumerate(cut("chunks", "chunk"))
+    ]
+    return items
+
+
+def _chunk_item(chunk_id: str, row: dict[str, Any], rank: int) -> Item:
+    """A chunk as an item: from ``aquery_data``'s chunks or a ``text_chunks`` row."""
+    path = row.get("file_path")
+    return Item("chunk", chunk_id, row.get("content", ""), path, rank, extra={"paths": [path]})
+
+
+async def candidates(index: Index, result: dict[str, Any]) -> list[Item]:
+    """LightRAG's answer as evidence items, in its own order, plus supporting chunks."""
+    items = _items(result.get("data") or {}, POOLS)
+    chunk_ids = {it.key for it in items if it.kind == "chunk"}
+    cited = Counter(s for it in items if it.kind != "chunk" for s in it.extra["sources"])
+    support = [cid for cid, _ in cited.most_common() if cid not in chunk_ids][: POOLS["support"]]
+    rows = await index.store.rag.text_chunks.get_by_ids(support) if support else []
+    for rank, (cid, row) in enumerate(zip(support, rows, strict=True)):
+        if row:
+            items.append(_chunk_item(cid, row, POOLS["chunk"] + rank))
+    return items
+
+
+def _render(index: Index, item: Item) -> dict[str, Any]:
+    chunk = item.key if item.kind == "chunk" else next(iter(item.extra.get("sources", [])), None)
+    out: dict[str, Any] = {"path": item.path, **_locate(index, item.path, chunk)}
+    if item.kind == "entity":
+        out["name"] = item.key
+    elif item.kind == "relation":
+        out["src"], out["tgt"] = item.key.split("\x1f")
+    else:
+        out["chunk_id"] = item.key
+    return {**out, "text": item.text, "tokens": item.tokens, "covers": sorted(item.aspects)}
+
+
+async def evidence(
+    index: Index, question: str, mode: str = "mix", budget: int = 3000
+) -> dict[str, Any]:
+    """The evidence for a question: at most ``budget`` tokens, 0 LLM calls."""
+    high, low, names = keywords(index, question)
+    param = QueryParam(
+        mode=mode,  # type: ignore[arg-type]
+        enable_rerank=False,
+        hl_keywords=high,
+        ll_keywords=low,
+        top_k=POOLS["entity"],
+        chunk_top_k=POOLS["chunk"],
+    )
+    calls = index.store.llm_calls
+    result = await index.store.rag.aquery_data(question, param)
+    pool = await candidates(index, result)
+    aspects = aspects_of(question, [n for n, _ in names], [p for _, p in names])
+    chosen, used = select(pool, aspects, budget, index.store.count_tokens)
+    by_kind: dict[str, list[dict[str, Any]]] = {"entities": [], "relations": [], "chunks": []}
+    for item in chosen:
+        by_kind[
+            {"entity": "entities", "relation": "relations", "chunk": "chunks"}[item.kind]
+        ].append(_render(index, item))
+    uncovered = aspects - {a for it in chosen for a in it.aspects}
+    return {
+        "question": question,
+        "mode": mode,
+        "keywords": {"high": high, "low": low},
+        "budget": budget,
+        "tokens": used,
+        **by_kind,
+        "uncovered": sorted(uncovered),
+        "candidates": len(pool),
+        "llm_calls": index.store.llm_calls - calls,
+    }
+
+
+def paths_of(items: list[Item]) -> set[str]:
+    """The note each item is shown as coming from (as ``evidence`` reports it)."""
+    return {it.path for it in items if it.path}
+
+
+async def baseline(index: Index, question: str, mode: str, budget: int) -> list[Item]:
+    """Plain ``aquery_data`` (same keywords) cut at the budget in its own order: what the
+    coverage pick is measured against."""
+    high, low, _ = keywords(index, question)
+    param = QueryParam(mode=mode, enable_rerank=False, hl_keywords=high, ll_keywords=low)  # type: ignore[arg-type]
+    result = await index.store.rag.aquery_data(question, param)
+    return truncate(_items(result.get("data") or {}, None), budget, index.store.count_tokens)

@@ -1,0 +1,171 @@
+"""Heading-aware chunks of a note body: the source text every record points at.
+
+Why these rules:
+- about 200 tokens a chunk, because MiniLM reads at most 256 word pieces and
+  the title/heading prefix needs room;
+- a chunk never spans two sections, so its heading path says what it is about;
+- each chunk starts with "title › heading › subheading", so identical text in
+  two notes embeds differently and reads well on its own;
+- the id is md5 of (note path, content), not of content alone as in stock
+  LightRAG, so identical text in two notes never collides, and an unchanged
+  chunk keeps its id (and its cached vector) when other parts of the note change.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from wikid.core._markdown import heading_text
+from wikid.core.note import Note
+
+TARGET_TOKENS = 200
+_HEADING = re.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_FENCE = re.compile(r"[ \t>]*(`{3,}|~{3,})")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+TokenCounter = Callable[[str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    id: str
+    note: str  # vault path
+    order: int
+    content: str  # prefix + text, exactly what is embedded and stored
+    heading: tuple[str, ...]
+    start_line: int  # file lines covered, inclusive
+    end_line: int
+
+
+def approx_tokens(text: str) -> int:
+    """A tokenizer-free estimate (~0.75 words a token) used when none is given."""
+    return max(1, int(len(text.split()) * 1.35))
+
+
+def _chunk_id(path: str, content: str, taken: set[str]) -> str:
+    base = hashlib.md5(f"{path}\n{content}".encode()).hexdigest()
+    cid, n = f"chunk-{base}", 1
+    while cid in taken:  # the same text twice in one note
+        n += 1
+        salted = f"{path}\n{n}\n{content}"
+        cid = "chunk-" + hashlib.md5(salted.encode()).hexdigest()
+    taken.add(cid)
+    return cid
+
+
+def _sections(note: Note) -> list[tuple[tuple[str, ...], list[tuple[int, str]]]]:
+    """Split the body at headings (outside code fences) into (heading path, lines)."""
+    sections: list[tuple[tuple[str, ...], list[tuple[int, str]]]] = [((), [])]
+    stack: list[tuple[int, str]] = []
+    fence: str | None = None
+    for i, line in enumerate(note.body.split("\n")):
+        lineno = note.body_line + i
+        m = _FENCE.match(line)
+        if m:
+            mark = m.group(1)[0] * 3
+            fence = None if fence == mark else (fence or mark)
+        h = _HEADING.match(line) if fence is None else None
+        if h:
+            level = len(h.group(1))
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, heading_text(h.group(2))))
+            sections.append((tuple(t for _, t in stack), []))
+            continue
+        sections[-1][1].append((lineno, line))
+    return sections
+
+
+def _paragraphs(lines: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
+    out: list[tuple[int, int, str]] = []
+    buf: list[tuple[int, str]] = []
+    for lineno, line in [*lines, (0, "")]:
+        if line.strip():
+            buf.append((lineno, line))
+        elif buf:
+            out.append((buf[0][0], buf[-1][0], "\n".join(text for _, text in buf)))
+            buf = []
+    return out
+
+
+def _split_long(text: str, count: TokenCounter, budget: int) -> list[str]:
+    """Cut an oversized paragraph at sentences, then at words."""
+    pieces: list[str] = []
+    current = ""
+    for sentence in _SENTENCE.split(text):
+        words = sentence.split(" ")
+        if len(words) == 1 and len(sentence) > 8 * budget:  # one enormous "word"
+            step = 4 * budget
+            pieces.extend(sentence[i : i + step] for i in range(0, len(sentence), step))
+            continue
+        while count(sentence) > budget and len(words) > 1:
+            half = max(1, len(words) // 2)
+            head, words = " ".join(words[:half]), words[half:]
+            pieces.extend(_split_long(head, count, budget) if count(head) > budget else [head])
+            sentence = " ".join(words)
+        candidate = f"{current} {sentence}".strip()
+        if current and count(candidate) > budget:
+            pieces.append(current)
+            current = sentence
+        else:
+            current = candidate
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def chunk_note(
+    note: Note, count: TokenCounter = approx_tokens, target: int = TARGET_TOKENS
+) -> list[Chunk]:
+    """Chunks of a note; always at least one, so every record has a source."""
+    chunks: list[Chunk] = []
+    taken: set[str] = set()
+
+    def emit(heading: tuple[str, ...], start: int, end: int, text: str) -> None:
+        path = (
+            heading[1:] if heading and heading[0].casefold() == note.title.casefold() else heading
+        )
+        prefix = " › ".join((note.title, *path))
+        content = f"{prefix}\n\n{text}".strip()
+        chunks.append(
+            Chunk(
+                _chunk_id(note.path, content, taken),
+                note.path,
+                len(chunks),
+                content,
+                heading,
+                start,
+                end,
+            )
+        )
+
+    for heading, lines in _sections(note):
+        buf: list[str] = []
+        start = end = 0
+        for p_start, p_end, para in _paragraphs(lines):
+            parts = _split_long(para, count, target) if count(para) > target else [para]
+            for part in parts:
+                if buf and count("\n\n".join([*buf, part])) > target:
+                    emit(heading, start, end, "\n\n".join(buf))
+                    buf = []
+                if not buf:
+                    start = p_start
+                buf.append(part)
+                end = p_end
+        if buf:
+            emit(heading, start, end, "\n\n".join(buf))
+    if not chunks:
+        about = note.summary or note.error or "(empty note)"
+        emit((), note.body_line, note.body_line, about)
+    return chunks
+
+
+def chunk_for_line(chunks: list[Chunk], line: int) -> Chunk:
+    """The chunk holding a file line: chunks are in file order and never overlap, so it
+    is the last one starting at or before the line (the first chunk for frontmatter)."""
+    i = bisect.bisect_right(chunks, line, key=lambda c: c.start_line) - 1
+    return chunks[max(i, 0)]

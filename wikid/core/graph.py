@@ -1,0 +1,300 @@
+"""The in-memory wikilink graph, kept exactly right incrementally.
+
+Why this shape: the graph is a pure function of the files. Each note's
+out-edges depend only on that note's links and on the file/alias index, so
+an update re-derives the out-edges of exactly the notes that can have
+changed (the edited notes, plus those whose links name a file or alias that
+appeared or vanished, found through the reverse key index) and diffs that
+region before and after. That makes incremental state equal to a rebuild by
+construction, and the work proportional to the change.
+
+Nodes: notes and attachments (id = vault path), ghosts (``ghost:<target>``),
+tags (``tag:<lowercase name>``). Edges (a MultiDiGraph): one per link, keyed
+by its ordinal in the note, plus one ``tag`` edge per distinct tag.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from wikid.core._markdown import RawLink
+from wikid.core.delta import Attrs, Delta, EdgeKey, diff
+from wikid.core.note import Note
+from wikid.core.resolve import FileIndex, Resolution, alias_key, file_key, link_keys, resolve
+from wikid.core.vault import VaultFilter, VaultOptions, file_exists, is_note, read_note, walk
+
+GHOST = "ghost:"
+TAG = "tag:"
+
+
+def _note_attrs(note: Note) -> Attrs:
+    return {
+        "kind": "note",
+        "title": note.title,
+        "aliases": list(note.aliases),
+        "tags": list(note.tags),
+        "path": note.path,
+        "type": note.type,
+        "summary": note.summary,
+        "error": note.error,
+    }
+
+
+def _plain_attrs(kind: str, title: str, path: str | None) -> Attrs:
+    return {"kind": kind, "title": title, "aliases": [], "tags": [], "path": path}
+
+
+class VaultGraph:
+    """A vault's wikilink graph plus the indexes that keep it incremental."""
+
+    def __init__(self, root: Path | str, options: VaultOptions | None = None) -> None:
+        self.root = Path(root)
+        self.options = options or VaultOptions()
+        self.filter = VaultFilter(self.root, self.options)
+        self.g: nx.MultiDiGraph = nx.MultiDiGraph()
+        self.notes: dict[str, Note] = {}
+        self.attachments: set[str] = set()
+        self.index = FileIndex()
+        self.walk_errors: dict[str, str] = {}
+        self._deps: dict[str, set[str]] = {}  # key -> notes whose links depend on it
+        self._note_keys: dict[str, set[str]] = {}
+        self._created: set[str] = set()  # ghost/tag nodes created during one update()
+
+    @classmethod
+    def load(cls, root: Path | str, options: VaultOptions | None = None) -> VaultGraph:
+        """A from-scratch build: the reference every incremental state must equal."""
+        vg = cls(root, options)
+        vg.update(walk(vg.root, vg.filter, errors=vg.walk_errors))
+        return vg
+
+    @property
+    def problems(self) -> dict[str, str]:
+        """Path -> reason, for every file that could not be read fully."""
+        out = {p: n.error for p, n in self.notes.items() if n.error}
+        out.update(self.walk_errors)
+        return dict(sorted(out.items()))
+
+    # -- updating -----------------------------------------------------------
+
+    def update(self, paths: Iterable[str]) -> Delta:
+        """Bring the graph in line with the files at ``paths`` (files or folders,
+        created, modified, deleted, or either end of a move) and return what changed."""
+        notes_new: dict[str, Note | None] = {}
+        attach_new: dict[str, bool] = {}
+        for f in sorted(self._expand(paths)):
+            if is_note(f):
+                note = read_note(self.root, f, self.options)
+                old = self.notes.get(f)
+                if (note is None and old is None) or (
+                    note is not None and old is not None and note.digest == old.digest
+                ):
+                    continue
+                notes_new[f] = note
+            else:
+                exists = file_exists(self.root, f)
+                if exists != (f in self.attachments):
+                    attach_new[f] = exists
+        if not notes_new and not attach_new:
+            return Delta()
+        affected = self._affected(notes_new, attach_new)
+        touched = set(notes_new) | set(attach_new)
+        before_edges = self._out_edges(affected, touched)
+        before_nodes = {n: dict(self.g.nodes[n]) for n in touched if n in self.g}
+
+        for s in affected:
+            if s in self.g:
+                self.g.remove_edges_from(list(self.g.out_edges(s, keys=True)))
+        self._apply_files(notes_new, attach_new)
+        for s in affected:
+            if s in self.notes:
+                self._link(s)
+            else:
+                self._set_deps(s, set())
+        for n in list(touched):
+            if n in self.g and n.startswith((GHOST, TAG)) and not self.g.pred[n]:
+                self.g.remove_node(n)
+
+        seen = set(touched)
+        after_edges = self._out_edges(affected, touched)
+        # A target first met after the update existed before unchanged, unless it was
+        # created now: ghosts and tags are created here, notes and attachments are in
+        # ``touched`` from the start.
+        after_nodes = {
+            n: dict(self.g.nodes[n])
+            for n in touched
+            if n in self.g and (n in seen or n in self._created)
+        }
+        self._created.clear()
+        delta = diff(before_nodes, after_nodes, before_edges, after_edges)
+        delta.notes_changed = {f for f, n in notes_new.items() if n is not None}
+        delta.notes_removed = {f for f, n in notes_new.items() if n is None}
+        return delta
+
+    def _expand(self, paths: Iterable[str]) -> set[str]:
+        out: set[str] = set()
+        for raw in paths:
+            p = posixpath.normpath(str(raw).replace("\\", "/")).lstrip("/")
+            if p in (".", "") or p.startswith("../") or self.filter.ignored(p):
+                continue
+            full = self.root / p
+            if full.is_dir() and not full.is_symlink():
+                out.update(walk(self.root, self.filter, under=p))
+            else:
+                out.add(p)
+            if p not in self.notes and p not in self.attachments and not file_exists(self.root, p):
+                prefix = p + "/"  # maybe a folder that went away: take what we knew under it
+                out.update(n for n in self.notes if n.startswith(prefix))
+                out.update(a for a in self.attachments if a.startswith(prefix))
+        return out
+
+    def _affected(self, notes_new: dict[str, Note | None], attach_new: dict[str, bool]) -> set[str]:
+        """Notes whose out-edges must be re-derived."""
+        keys: set[str] = {file_key(f) for f in attach_new}
+        for f, note in notes_new.items():
+            old = self.notes.get(f)
+            if (old is None) != (note is None):
+                keys.add(file_key(f))
+            old_aliases = {alias_key(a) for a in (old.aliases if old else ())}
+            new_aliases = {alias_key(a) for a in (note.aliases if note else ())}
+            keys |= old_aliases ^ new_aliases
+        affected = set(notes_new)
+        for k in keys:
+            affected |= self._deps.get(k, set())
+        return affected
+
+    def _out_edges(self, sources: set[str], touched: set[str]) -> dict[EdgeKey, Attrs]:
+        """Snapshot the sources' out-edges; their targets join ``touched``."""
+        edges: dict[EdgeKey, Attrs] = {}
+        for s in sources:
+            if s in self.g:
+                for u, v, k, d in self.g.out_edges(s, keys=True, data=True):
+                    edges[(u, v, k)] = dict(d)
+                    touched.add(v)
+        return edges
+
+    def _apply_files(self, notes_new: dict[str, Note | None], attach_new: dict[str, bool]) -> None:
+        for f, note in notes_new.items():
+            old = self.notes.get(f)
+            self.index.set_aliases(f, old.aliases if old else (), note.aliases if note else ())
+            if note is None:
+                del self.notes[f]
+                self.index.remove(f)
+                self.g.remove_node(f)
+                continue
+            if old is None:
+                self.index.add(f)
+            self.notes[f] = note
+            self.g.add_node(f)
+            self.g.nodes[f].clear()
+            self.g.nodes[f].update(_note_attrs(note))
+        for f, exists in attach_new.items():
+            if exists:
+                self.attachments.add(f)
+                self.index.add(f)
+                self.g.add_node(f, **_plain_attrs("attachment", f.rsplit("/", 1)[-1], f))
+            else:
+                self.attachments.discard(f)
+                self.index.remove(f)
+                self.g.remove_node(f)
+
+    def _link(self, source: str) -> None:
+        note = self.notes[source]
+        keys: set[str] = set()
+        for i, link in enumerate(note.links):
+            keys |= link_keys(link.target, source)
+            r = resolve(self.index, link.target, source)
+            if r.path is None:
+                target = GHOST + link.target.strip()
+                if target not in self.g:
+                    self.g.add_node(target, **_plain_attrs("ghost", link.target.strip(), None))
+                    self._created.add(target)
+            else:
+                target = r.path
+            self.g.add_edge(source, target, key=str(i), **_edge_attrs(link, r))
+        for tag in note.tags:
+            tid = TAG + tag.lower()
+            if tid not in self.g:
+                self.g.add_node(tid, **_plain_attrs("tag", tag.lower(), None))
+                self._created.add(tid)
+            self.g.add_edge(
+                source,
+                tid,
+                key=tid,
+                kind="tag",
+                heading=None,
+                block=None,
+                display=None,
+                ambiguous=False,
+                line=None,
+                section=[],
+                context="",
+                markdown=False,
+                alias_of=None,
+            )
+        self._set_deps(source, keys)
+
+    def _set_deps(self, source: str, keys: set[str]) -> None:
+        for k in self._note_keys.pop(source, set()) - keys:
+            users = self._deps.get(k)
+            if users is not None:
+                users.discard(source)
+                if not users:
+                    del self._deps[k]
+        for k in keys:
+            self._deps.setdefault(k, set()).add(source)
+        if keys:
+            self._note_keys[source] = keys
+
+
+def _edge_attrs(link: RawLink, r: Resolution) -> Attrs:
+    to_note = r.path is None or is_note(r.path)
+    sub = link.subpath if to_note else ""  # a '#' on a file is a fragment, never a heading
+    block = sub[1:] if sub.startswith("^") else None
+    return {
+        "kind": link.kind,
+        "heading": sub if sub and block is None else None,
+        "block": block,
+        "display": link.display,
+        "ambiguous": r.ambiguous,
+        "line": link.line,
+        "section": list(link.section),
+        "context": link.context,
+        "markdown": link.markdown,
+        "alias_of": r.alias_of,
+    }
+
+
+def to_json(g: nx.MultiDiGraph) -> dict[str, list[dict[str, Any]]]:
+    """The graph as ``wikid graph --json`` prints it: sorted, so it diffs cleanly."""
+    nodes = [
+        {
+            "id": n,
+            "kind": d["kind"],
+            "title": d["title"],
+            "aliases": d["aliases"],
+            "tags": d["tags"],
+            "path": d["path"],
+        }
+        for n, d in sorted(g.nodes(data=True))
+    ]
+    edges = [
+        {
+            "source": u,
+            "target": v,
+            "kind": d["kind"],
+            "heading": d["heading"],
+            "block": d["block"],
+            "display": d["display"],
+            "ambiguous": d["ambiguous"],
+            "line": d["line"],
+            "context": d["context"],
+            "alias_of": d["alias_of"],
+        }
+        for u, v, k, d in sorted(g.edges(keys=True, data=True), key=lambda e: (e[0], e[2], e[1]))
+    ]
+    return {"nodes": nodes, "edges": edges}

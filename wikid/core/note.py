@@ -1,0 +1,274 @@
+"""Parse one note's bytes into a :class:`Note`.
+
+Why it never raises: a vault is the user's working mess (templates with
+``{{date}}`` in YAML, files from other tools, half-saved files). A note that
+cannot be read fully is still a note: it keeps whatever could be read, and
+``error`` says what went wrong, so other notes' links to it keep resolving
+and ``wikid status`` can tell the user why.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import frontmatter
+import xxhash
+
+from wikid.core._markdown import RawLink, render, scan, split_subpath
+
+_FM_LINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")
+_FM_KEY = re.compile(r"([^\s:#-][^:]*):(?:[ \t]+(.*))?$")
+_FM_ITEM = re.compile(r"[ \t]*-[ \t]+(.*)$")
+_RESERVED = frozenset(
+    {"aliases", "alias", "tags", "tag", "title", "type", "summary", "description"}
+)
+
+
+def digest(data: bytes) -> str:
+    """Content hash used to make a re-save without change a no-op."""
+    return xxhash.xxh3_128_hexdigest(data)
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Everything wikid knows about one Markdown file, before resolution."""
+
+    path: str  # vault-relative POSIX path, with ".md"
+    title: str
+    digest: str
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()  # frontmatter then inline, first spelling, de-duplicated
+    type: str | None = None
+    summary: str | None = None
+    properties: dict[str, Any] = field(default_factory=dict)
+    links: tuple[RawLink, ...] = ()
+    headings: tuple[tuple[int, str, int], ...] = ()
+    blocks: tuple[str, ...] = ()
+    body: str = ""
+    body_line: int = 1  # file line of the body's first line
+    opening: str = ""
+    ignored_links: int = 0
+    error: str | None = None  # why part of the note could not be read
+    rejected: bool = False  # True when nothing of the body could be read
+
+
+def stem(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name[:-3] if name.lower().endswith(".md") else name
+
+
+def rejected_note(path: str, reason: str, content_digest: str = "") -> Note:
+    """A note that exists but could not be read: it keeps its name so links to it resolve."""
+    return Note(path=path, title=stem(path), digest=content_digest, error=reason, rejected=True)
+
+
+def decode(data: bytes) -> tuple[str | None, str | None]:
+    """Bytes to text with LF line ends; (None, reason) for a binary file."""
+    warning = None
+    if data.endswith(b"\x00"):  # a text file padded with NULs (a torn write): keep the text
+        data = data.rstrip(b"\x00")
+        warning = "trailing NUL bytes ignored"
+    if b"\x00" in data:
+        return None, "binary file (NUL bytes), not a Markdown note"
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        text = data.decode("latin-1")
+        warning = "; ".join(
+            w for w in (warning, f"not valid UTF-8 (byte {exc.start}); read as Latin-1") if w
+        )
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, warning
+
+
+def parse_note(path: str, data: bytes, *, legacy_alias: bool = True) -> Note:
+    """Parse a note; never raises."""
+    content_digest = digest(data)
+    try:
+        text, warning = decode(data)
+        if text is None:
+            return rejected_note(path, warning or "unreadable", content_digest)
+        return _parse_text(path, text, content_digest, warning, legacy_alias)
+    except Exception as exc:  # a parser bug must not cost the user the note
+        return rejected_note(path, f"parser error: {type(exc).__name__}: {exc}", content_digest)
+
+
+def _split_frontmatter(text: str) -> tuple[str | None, str, int]:
+    """(frontmatter text or None, body, file line of the body's first line)."""
+    if not text.startswith("---\n"):
+        return None, text, 1
+    lines = text.split("\n")
+    for i in range(1, len(lines)):
+        if lines[i].rstrip() in ("---", "..."):
+            return "\n".join(lines[1:i]), "\n".join(lines[i + 1 :]), i + 2
+    return None, text, 1  # an unterminated "---" is a horizontal rule, not frontmatter
+
+
+def _load_yaml(fm_text: str) -> tuple[dict[str, Any], str | None]:
+    try:
+        meta = frontmatter.loads(f"---\n{fm_text}\n---\n").metadata
+    except Exception as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return _scan_properties(fm_text), f"invalid frontmatter YAML ({reason}); read line by line"
+    if not isinstance(meta, dict):
+        return {}, "frontmatter is not a mapping; ignored"
+    return {str(k): _json_safe(v) for k, v in meta.items()}, None
+
+
+def _scan_properties(fm_text: str) -> dict[str, Any]:
+    """Recover ``key: value`` lines and ``- item`` lists from YAML that failed to load."""
+    props: dict[str, Any] = {}
+    key: str | None = None
+    for line in fm_text.split("\n"):
+        item = _FM_ITEM.match(line)
+        if item and key is not None:
+            current = props.get(key)
+            values = current if isinstance(current, list) else []
+            values.append(_unquote(item.group(1)))
+            props[key] = values
+            continue
+        m = _FM_KEY.match(line)
+        if m:
+            key = m.group(1).strip()
+            value = (m.group(2) or "").strip()
+            props[key] = _unquote(value) if value else None
+    return props
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, _dt.date | _dt.datetime | _dt.time):
+        return value.isoformat()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _string_list(value: Any, split: bool) -> list[str]:
+    """Strings from a scalar or list property; ``split`` cuts "a, b c" into words."""
+    items = value if isinstance(value, list) else [value]
+    out: list[str] = []
+    for item in items:
+        if item is None or isinstance(item, dict | list):
+            continue
+        text = str(item).strip()
+        parts = re.split(r"[,\s]+", text) if split else [text]
+        out.extend(p for p in parts if p)
+    return out
+
+
+def _dedupe(items: list[str]) -> tuple[str, ...]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = item.casefold()
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return tuple(out)
+
+
+def _property_links(props: dict[str, Any], fm_text: str) -> list[RawLink]:
+    lines = fm_text.split("\n")
+    links = []
+    for key, value in props.items():
+        if key in ("aliases", "alias", "tags", "tag"):
+            continue
+        line = next((i + 2 for i, ln in enumerate(lines) if ln.startswith(f"{key}:")), 1)
+        for target_text in _link_texts(value):
+            inner = target_text.replace("\\|", "|")
+            target_part, bar, display = inner.partition("|")
+            target, sub = split_subpath(target_part)
+            shown = display.strip() if bar else target.strip()
+            context = f"{key}: {render(shown, [])}"
+            links.append(
+                RawLink(
+                    key,
+                    target.strip(),
+                    sub.strip(),
+                    display.strip() if bar else None,
+                    line,
+                    (),
+                    context,
+                )
+            )
+    return links
+
+
+def _link_texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [m.group(1) for m in _FM_LINK.finditer(value)]
+    if isinstance(value, list):
+        # An unquoted ``up: [[Note]]`` loads as [["Note"]]: recover it as a link.
+        if (
+            len(value) == 1
+            and isinstance(value[0], list)
+            and len(value[0]) == 1
+            and isinstance(value[0][0], str)
+        ):
+            return [value[0][0]]
+        out: list[str] = []
+        for item in value:
+            out.extend(_link_texts(item))
+        return out
+    return []
+
+
+def _parse_text(
+    path: str, text: str, content_digest: str, warning: str | None, legacy_alias: bool
+) -> Note:
+    fm_text, body, body_line = _split_frontmatter(text)
+    props: dict[str, Any] = {}
+    errors = [warning] if warning else []
+    if fm_text is not None:
+        props, fm_error = _load_yaml(fm_text)
+        if fm_error:
+            errors.append(fm_error)
+    scanned = scan(body, body_line)
+    alias_values = _string_list(props.get("aliases"), split=False)
+    if legacy_alias:
+        alias_values += _string_list(props.get("alias"), split=False)
+    tag_values = _string_list(props.get("tags"), split=True) + _string_list(
+        props.get("tag"), split=True
+    )
+    tags = _dedupe([t.lstrip("#") for t in tag_values if t.lstrip("#")] + scanned.tags)
+    title = props.get("title")
+    summary = props.get("summary") or props.get("description")
+    note_type = props.get("type")
+    links = _property_links(props, fm_text or "") + list(scanned.links)
+    return Note(
+        path=path,
+        title=str(title).strip()
+        if isinstance(title, str | int | float) and str(title).strip()
+        else stem(path),
+        digest=content_digest,
+        aliases=_dedupe(alias_values),
+        tags=tags,
+        type=str(note_type).strip()
+        if isinstance(note_type, str | int | float) and str(note_type).strip()
+        else None,
+        summary=str(summary).strip() if isinstance(summary, str) and summary.strip() else None,
+        properties={k: v for k, v in props.items() if k not in _RESERVED},
+        links=tuple(links),
+        headings=tuple(scanned.headings),
+        blocks=tuple(scanned.blocks),
+        body=body,
+        body_line=body_line,
+        opening=scanned.opening,
+        ignored_links=scanned.ignored_links,
+        error="; ".join(errors) or None,
+    )

@@ -1,0 +1,116 @@
+"""The read side of the socket API: links, backlinks, broken, graph, query, search.
+
+Why separate from the daemon: these are plain functions of the in-memory graph
+and the store, so they are testable without a socket, and they never write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wikid.ask.query import MODES, evidence
+from wikid.core.graph import GHOST, VaultGraph, to_json
+from wikid.core.resolve import fold
+from wikid.sync.index import Index
+
+
+class ApiError(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def find_note(vg: VaultGraph, ref: str) -> str:
+    """A note by vault path (with or without .md) or by title/alias, case-insensitively."""
+    if not isinstance(ref, str) or not ref.strip():
+        raise ApiError("bad_request", "give a note as a path or a title")
+    ref = ref.strip()
+    for candidate in (ref, ref + ".md"):
+        if candidate in vg.notes:
+            return candidate
+    key = fold(ref.removesuffix(".md"))
+    by_path = sorted(p for p in vg.notes if fold(p.removesuffix(".md")) == key)
+    by_title = sorted(p for p, n in vg.notes.items() if fold(n.title) == key)
+    by_alias = sorted(p for p, n in vg.notes.items() if any(fold(a) == key for a in n.aliases))
+    for found in (by_path, by_title, by_alias):
+        if found:
+            return found[0]
+    raise ApiError("not_found", f"no note with path or title {ref!r}")
+
+
+def _edge(u: str, v: str, d: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "source": u,
+        "target": v,
+        "kind": d["kind"],
+        "line": d["line"],
+        "heading": d["heading"],
+        "block": d["block"],
+        "display": d["display"],
+        "context": d["context"],
+        "ambiguous": d["ambiguous"],
+        "unresolved": v.startswith(GHOST),
+    }
+
+
+def links(vg: VaultGraph, note: str) -> dict[str, Any]:
+    path = find_note(vg, note)
+    edges = sorted(vg.g.out_edges(path, data=True), key=lambda e: (e[2]["line"] or 0, e[1]))
+    return {"note": path, "links": [_edge(u, v, d) for u, v, d in edges if d["kind"] != "tag"]}
+
+
+def backlinks(vg: VaultGraph, note: str) -> dict[str, Any]:
+    path = find_note(vg, note)
+    edges = sorted(vg.g.in_edges(path, data=True), key=lambda e: (e[0], e[2]["line"] or 0))
+    return {"note": path, "backlinks": [_edge(u, v, d) for u, v, d in edges]}
+
+
+def broken(vg: VaultGraph) -> dict[str, Any]:
+    out = []
+    for node in sorted(n for n in vg.g if n.startswith(GHOST)):
+        sources = sorted({u for u, _ in vg.g.in_edges(node)})
+        out.append({"target": node[len(GHOST) :], "sources": sources})
+    return {"broken": out}
+
+
+def graph(vg: VaultGraph) -> dict[str, Any]:
+    return to_json(vg.g)
+
+
+async def query(index: Index, text: Any, mode: Any = "mix", budget: Any = 3000) -> dict[str, Any]:
+    """Budgeted evidence for a question, 0 LLM calls (``query.evidence``)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ApiError("bad_request", "query needs a non-empty 'text'")
+    if mode not in MODES:
+        raise ApiError("bad_request", f"unknown query mode {mode!r}; choose from {MODES}")
+    try:
+        budget = int(budget)
+    except (TypeError, ValueError):
+        raise ApiError(
+            "bad_request", f"budget must be a number of tokens, not {budget!r}"
+        ) from None
+    if not 50 <= budget <= 100_000:
+        raise ApiError("bad_request", "budget must be between 50 and 100000 tokens")
+    return await evidence(index, text, mode, budget)
+
+
+def search(
+    index: Index, text: Any, k: Any = 8, folder: Any = None, tag: Any = None
+) -> dict[str, Any]:
+    """BM25 over the notes: top-k snippets with their frontmatter, ~500 tokens in all."""
+    if not isinstance(text, str) or not text.strip():
+        raise ApiError("bad_request", "search needs a non-empty 'text'")
+    hits = index.sink.search.search(text, int(k or 8), folder or None, tag or None)
+    return {
+        "text": text,
+        "hits": [
+            {
+                "path": h.path,
+                "title": h.title,
+                "snippet": h.snippet,
+                "score": round(h.score, 3),
+                **h.meta,
+            }
+            for h in hits
+        ],
+    }

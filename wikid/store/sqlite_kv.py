@@ -1,0 +1,140 @@
+"""LightRAG KV and doc-status storages on SQLite rows.
+
+Why subclass the stock JSON storages: their logic (timestamps, the
+``llm_cache_list`` default, status pagination with cursors, source-conflict
+repair) is LightRAG's contract, and copying it would drift from upstream.
+They keep every record in ``self._data``, a dict. Here ``self._data`` is a
+``_Rows`` mapping over one namespace of the ``lr_kv`` table: every read and
+write is a row operation, nothing is held in memory, and another process
+always reads what was last committed. ``index_done_callback`` has nothing
+left to flush.
+
+Writes outside a wikid batch (LightRAG's own pipeline, its query cache) each
+commit at once; inside a batch they join its transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
+from lightrag.kg.json_kv_impl import JsonKVStorage
+from lightrag.kg.shared_storage import get_namespace_lock, get_update_flag
+from lightrag.utils import validate_workspace
+
+from wikid.store._sqlite import Database
+from wikid.store.sqlite_backend import Connected
+
+
+class _Rows(MutableMapping[str, dict[str, Any]]):
+    """A dict of JSON records backed by ``lr_kv`` rows of one namespace."""
+
+    def __init__(self, db: Database, ns: str) -> None:
+        self.db, self.ns = db, ns
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        row = self.db.conn.execute(
+            "SELECT data FROM lr_kv WHERE ns=? AND id=?", (self.ns, key)
+        ).fetchone()
+        if row is None:
+            raise KeyError(key)
+        value: dict[str, Any] = json.loads(row[0])
+        return value
+
+    def __setitem__(self, key: str, value: dict[str, Any]) -> None:
+        self.update({key: value})
+
+    def update(self, other: Any = (), /, **kw: Any) -> None:  # one transaction for many rows
+        items = dict(other, **kw)
+        with self.db.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO lr_kv VALUES (?, ?, ?)",
+                ((self.ns, k, json.dumps(v, ensure_ascii=False)) for k, v in items.items()),
+            )
+
+    def __delitem__(self, key: str) -> None:
+        with self.db.transaction() as conn:
+            cur = conn.execute("DELETE FROM lr_kv WHERE ns=? AND id=?", (self.ns, key))
+        if cur.rowcount == 0:
+            raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        rows = self.db.conn.execute("SELECT id FROM lr_kv WHERE ns=?", (self.ns,)).fetchall()
+        return iter([r[0] for r in rows])
+
+    def __len__(self) -> int:
+        return int(
+            self.db.conn.execute("SELECT count(*) FROM lr_kv WHERE ns=?", (self.ns,)).fetchone()[0]
+        )
+
+    def __contains__(self, key: object) -> bool:
+        return (
+            self.db.conn.execute(
+                "SELECT 1 FROM lr_kv WHERE ns=? AND id=?", (self.ns, key)
+            ).fetchone()
+            is not None
+        )
+
+    def items(self) -> Any:  # one query, not one per key
+        rows = self.db.conn.execute("SELECT id, data FROM lr_kv WHERE ns=?", (self.ns,))
+        return [(k, json.loads(v)) for k, v in rows.fetchall()]
+
+    def values(self) -> Any:
+        return [v for _, v in self.items()]
+
+    def clear(self) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM lr_kv WHERE ns=?", (self.ns,))
+
+    def copy(self) -> dict[str, dict[str, Any]]:
+        return dict(self.items())
+
+    def missing(self, keys: set[str]) -> set[str]:
+        return {k for k in keys if k not in self}
+
+
+class _SQLiteRows(Connected):
+    """What both storages share: ``_data`` bound to the rows of their namespace."""
+
+    done = None  # the stock JSON storages' index_done_callback returns nothing
+    _data: Any
+    _storage_lock: Any
+    storage_updated: Any
+
+    def __post_init__(self) -> None:
+        validate_workspace(self.workspace)
+        self.workspace = self.workspace or ""
+        self._data = None
+        self._storage_lock = None
+        self.storage_updated = None
+        self._db = None
+
+    def _opened(self) -> None:
+        self._data = _Rows(self.db, self.namespace)
+
+    async def initialize(self) -> None:
+        # The stock methods take this lock and flip these flags: keep them working.
+        self._storage_lock = get_namespace_lock(self.namespace, workspace=self.workspace)
+        self.storage_updated = await get_update_flag(self.namespace, workspace=self.workspace)
+        await super().initialize()
+
+    async def filter_keys(self, keys: set[str]) -> set[str]:
+        rows: _Rows = self._data
+        return rows.missing(set(keys))
+
+    async def all_keys(self) -> list[str]:
+        """Every key (wikid's export and migration list them; the base class cannot)."""
+        return list(self._data)
+
+
+@dataclass
+class SQLiteKVStorage(_SQLiteRows, JsonKVStorage):  # type: ignore[misc]
+    """LightRAG's KV storage (full_docs, text_chunks, llm_response_cache, ...) on SQLite."""
+
+
+@dataclass
+class SQLiteDocStatusStorage(_SQLiteRows, JsonDocStatusStorage):  # type: ignore[misc]
+    """LightRAG's document-status storage on SQLite."""

@@ -1,0 +1,238 @@
+"""LightRAG's vector storage on SQLite: float32 blobs in rows, searched in memory.
+
+Why in memory: a query scores every vector of a namespace, and a numpy matrix
+product over ~100k x 384 floats takes milliseconds, while reading them from
+SQLite each time would not. The matrix is the only thing held in memory
+(metadata stays in rows and is read for the hits only), it is updated in
+place by this process's writes, and it is reloaded when another process has
+committed to the file or a batch rolled back (``Database.epoch``).
+
+Vectors are embedded on ``upsert`` (not deferred to the flush as NanoVectorDB
+does), so a row is never written without its vector.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from lightrag.base import BaseVectorStorage
+from lightrag.utils import compute_mdhash_id, validate_workspace
+
+from wikid.store._sqlite import in_batches
+from wikid.store._vector_index import VectorIndex, normalized
+from wikid.store.sqlite_backend import Connected
+
+
+@dataclass
+class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
+    """Rows ``(ns, id, vec, data, created_at)`` in ``lr_vectors``; cosine similarity."""
+
+    def __post_init__(self) -> None:
+        validate_workspace(self.workspace)  # type: ignore[has-type]
+        self._validate_embedding_func()
+        self.workspace = self.workspace or ""  # type: ignore[has-type]
+        kwargs = self.global_config.get("vector_db_storage_cls_kwargs", {})
+        threshold = kwargs.get("cosine_better_than_threshold")
+        if threshold is None:
+            raise ValueError(
+                "cosine_better_than_threshold must be set in vector_db_storage_cls_kwargs"
+            )
+        self.cosine_better_than_threshold = threshold
+        self._batch = int(self.global_config.get("embedding_batch_num", 32))
+        self._db = None
+        self._epoch: tuple[int, int] | None = None
+        self._index = VectorIndex(self._dim)
+
+    @property
+    def _dim(self) -> int:
+        return int(self.embedding_func.embedding_dim) if self.embedding_func else 0
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def _opened(self) -> None:
+        self._load()
+
+    async def drop(self) -> dict[str, str]:
+        try:
+            with self.db.transaction() as conn:
+                conn.execute("DELETE FROM lr_vectors WHERE ns=?", (self.namespace,))
+            self._load()
+            return {"status": "success", "message": "data dropped"}
+        except Exception as e:  # the base contract reports, not raises
+            return {"status": "error", "message": str(e)}
+
+    # -- the in-memory index ---------------------------------------------------------------
+
+    def _load(self) -> None:
+        self._index = VectorIndex(self._dim)
+        cur = self.db.conn.execute("SELECT id, vec FROM lr_vectors WHERE ns=?", (self.namespace,))
+        while rows := cur.fetchmany(4096):
+            self._index.put(
+                [r[0] for r in rows], np.stack([np.frombuffer(r[1], np.float32) for r in rows])
+            )
+        self._epoch = self.db.epoch()
+
+    def _fresh(self) -> None:
+        if self._epoch != self.db.epoch():
+            self._load()
+
+    # -- writes -------------------------------------------------------------------------
+
+    async def upsert(self, data: dict[str, dict[str, Any]]) -> None:
+        if not data:
+            return
+        self._fresh()
+        ids = list(data)
+        contents = [data[k]["content"] for k in ids]
+        parts = [
+            await self.embedding_func(contents[i : i + self._batch], context="document")
+            for i in range(0, len(contents), self._batch)
+        ]
+        vectors = np.concatenate(parts).astype(np.float32)
+        if len(vectors) != len(ids):
+            raise RuntimeError(f"{self.namespace}: {len(vectors)} vectors for {len(ids)} texts")
+        now = int(time.time())
+        with self.db.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO lr_vectors VALUES (?, ?, ?, ?, ?)",
+                (
+                    (
+                        self.namespace,
+                        k,
+                        v.tobytes(),
+                        json.dumps(
+                            {f: x for f, x in data[k].items() if f in self.meta_fields},
+                            ensure_ascii=False,
+                        ),
+                        now,
+                    )
+                    for k, v in zip(ids, vectors, strict=True)
+                ),
+            )
+        self._index.put(ids, vectors)
+        self._epoch = self.db.epoch()
+
+    async def delete(self, ids: list[str]) -> None:
+        if not ids:
+            return
+        self._fresh()
+        with self.db.transaction() as conn:
+            conn.executemany(
+                "DELETE FROM lr_vectors WHERE ns=? AND id=?", ((self.namespace, k) for k in ids)
+            )
+        self._index.drop(list(ids))
+        self._epoch = self.db.epoch()
+
+    async def delete_entity(self, entity_name: str) -> None:
+        await self.delete([compute_mdhash_id(entity_name, prefix="ent-")])
+
+    async def delete_entity_relation(self, entity_name: str) -> None:
+        rows = self.db.conn.execute(
+            "SELECT id FROM lr_vectors WHERE ns=? AND "
+            "(json_extract(data, '$.src_id')=? OR json_extract(data, '$.tgt_id')=?)",
+            (self.namespace, entity_name, entity_name),
+        ).fetchall()
+        await self.delete([r[0] for r in rows])
+
+    # -- reads --------------------------------------------------------------------------
+
+    def _select(self, columns: str, ids: list[str]) -> list[Any]:
+        out: list[Any] = []
+        for part in in_batches(ids):
+            marks = ",".join("?" * len(part))
+            out += self.db.conn.execute(
+                f"SELECT {columns} FROM lr_vectors WHERE ns=? AND id IN ({marks})",
+                (self.namespace, *part),
+            ).fetchall()
+        return out
+
+    @staticmethod
+    def _record(k: str, data: str, created: int) -> dict[str, Any]:
+        return {
+            **json.loads(data),
+            "__id__": k,
+            "__created_at__": created,
+            "id": k,
+            "created_at": created,
+        }
+
+    def _rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        return {k: self._record(k, d, c) for k, d, c in self._select("id, data, created_at", ids)}
+
+    async def query(
+        self, query: str, top_k: int, query_embedding: list[float] | None = None
+    ) -> list[dict[str, Any]]:
+        """Cosine top-k above the threshold, exact: float16 candidates from memory,
+        rescored with the stored float32 vectors."""
+        if query_embedding is None:
+            query_embedding = (await self.embedding_func([query], context="query"))[0]
+        self._fresh()
+        if top_k <= 0:
+            return []
+        q = normalized(np.asarray(query_embedding, np.float32).reshape(1, -1))[0]
+        ids = self._index.candidates(q, top_k * 4 + 32)
+        scored = []
+        for k, vec, data, created in self._select("id, vec, data, created_at", ids):
+            score = float(normalized(np.frombuffer(vec, np.float32).reshape(1, -1))[0] @ q)
+            if score >= self.cosine_better_than_threshold:
+                scored.append((-score, k, data, created))
+        scored.sort()
+        return [
+            {**self._record(k, data, created), "__metrics__": -neg, "distance": -neg}
+            for neg, k, data, created in scored[:top_k]
+        ]
+
+    async def get_by_id(self, id: str) -> dict[str, Any] | None:
+        return self._rows([id]).get(id)
+
+    async def get_by_ids(self, ids: list[str]) -> list[dict[str, Any]]:
+        rows = self._rows(list(ids))
+        return [rows.get(k) for k in ids]  # type: ignore[misc]  # None where absent, as stock
+
+    async def get_vectors_by_ids(self, ids: list[str]) -> dict[str, list[float]]:
+        """Vectors as stock NanoVectorDB returns them: rounded through float16 (how it
+        stores them). LightRAG ranks chunks by these, so rounding alike keeps near-ties
+        in the same order and the answers equal to stock; ``query`` uses full float32."""
+        out: dict[str, list[float]] = {}
+        for k in ids:
+            row = self.db.conn.execute(
+                "SELECT vec FROM lr_vectors WHERE ns=? AND id=?", (self.namespace, k)
+            ).fetchone()
+            if row is not None:
+                vec = np.frombuffer(row[0], np.float32)
+                out[k] = vec.astype(np.float16).astype(np.float32).tolist()
+        return out
+
+    async def all_keys(self) -> list[str]:
+        """Every vector id (wikid's export and migration list them)."""
+        return [
+            r[0]
+            for r in self.db.conn.execute(
+                "SELECT id FROM lr_vectors WHERE ns=?", (self.namespace,)
+            ).fetchall()
+        ]
+
+    async def put_vectors(self, rows: dict[str, tuple[np.ndarray, dict[str, Any], int]]) -> None:
+        """Write rows whose vectors are already known (``wikid migrate``: no re-embedding)."""
+        with self.db.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO lr_vectors VALUES (?, ?, ?, ?, ?)",
+                (
+                    (
+                        self.namespace,
+                        k,
+                        v.astype(np.float32).tobytes(),
+                        json.dumps(d, ensure_ascii=False),
+                        t,
+                    )
+                    for k, (v, d, t) in rows.items()
+                ),
+            )
+        ids = list(rows)
+        if ids:
+            self._index.put(ids, np.stack([rows[k][0] for k in ids]).astype(np.float32))
+        self._epoch = self.db.epoch()

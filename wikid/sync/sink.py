@@ -1,0 +1,339 @@
+"""Turn graph deltas into store batches: the only writer of the store.
+
+Why "dirty keys, then diff": a delta names the graph nodes, edges and notes
+that changed. From those the sink derives every store key whose record may
+differ (entities of touched nodes, relations of touched node pairs, chunks
+and documents of touched notes, and everything around a node whose *name*
+changed), computes those records fresh from the graph (``records.py``),
+compares them with the ledger's mirror and writes only the differences, as
+one batch with one flush. The same code with "every key" as the dirty set is
+the full reconciliation run at start-up, which is how offline edits, a crash
+mid-batch (``pending``) and a first index are all handled by one path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from wikid.core.chunk import Chunk, approx_tokens, chunk_note
+from wikid.core.delta import Delta
+from wikid.core.graph import VaultGraph
+from wikid.store.ledger import Ops, mirror_form
+from wikid.store.rag import Store, text_hash
+from wikid.sync.extract import Job
+from wikid.sync.implicit import IMPLICIT, ImplicitIndex, fold, node_of
+from wikid.sync.records import Mapper, doc_id, pair
+from wikid.sync.salience import score
+from wikid.sync.search import SearchIndex
+
+Record = dict[str, Any]
+SLICE_KEYS = 50_000  # entities + relations per batch of a full reconcile
+
+
+@dataclass
+class BatchReport:
+    writes: dict[str, int] = field(default_factory=dict)
+    embedded: int = 0
+    seconds: float = 0.0
+    llm_calls: int = 0
+
+
+class Sink:
+    def __init__(
+        self,
+        vg: VaultGraph,
+        store: Store,
+        chunker: Callable[..., list[Chunk]] | None = None,
+        implicit: ImplicitIndex | None = None,
+    ) -> None:
+        self.vg = vg
+        self.store = store
+        self.ledger = store.ledger
+        # Chunks are sized with the embedding model's own tokenizer when it has one,
+        # so no chunk is silently truncated by the model.
+        count = getattr(store.embedder, "count_tokens", None) or approx_tokens
+        self.mapper = Mapper(vg, chunker or (lambda note: chunk_note(note, count)))
+        self.search = SearchIndex(store.ledger.database)
+        self.implicit = implicit or ImplicitIndex(None)
+        self._forced: dict[str, set[str]] = {}
+        self._salience: dict[str, dict[str, float]] = {}  # note -> chunk id -> score
+
+    # -- entry points -----------------------------------------------------------
+
+    async def reconcile_all(self) -> BatchReport:
+        """Make the whole store equal a fresh build (start-up, ``wikid index``)."""
+        self.mapper.namer.update(self.vg, list(self.vg.g.nodes))
+        self.mapper.namer.refolded.clear()
+        if self.implicit.enabled:
+            gone = {p: None for p in self.implicit.by_note if p not in self.vg.notes}
+            self.implicit.set_notes(gone | {p: self.mapper.chunks(p) for p in self.vg.notes})
+            self._salience.clear()
+        implicit_nodes, implicit_pairs = self.implicit.owners()
+        nodes = set(self.vg.g.nodes) | self.ledger.all_nodes() | implicit_nodes
+        pairs = {pair(u, v) for u, v in self.vg.g.edges()} | self.ledger.all_pairs()
+        pairs |= implicit_pairs
+        notes = set(self.vg.notes) | self.ledger.all_notes()
+        synced = self.ledger.digests()
+        indexed = self.search.indexed()
+        stale = {
+            p
+            for p in notes | indexed
+            if p not in indexed
+            or p not in self.vg.notes
+            or synced.get(p) != self.vg.notes[p].digest
+        }
+        # In slices, each its own batch: memory stays bounded on a cold index of a big
+        # vault. Every key belongs to one slice and is computed from the whole graph, so
+        # the slices add up to one full reconcile; torn keys are forced in the first.
+        parts = max(1, -(-(len(nodes) + len(pairs)) // SLICE_KEYS))
+        ns, ps, ts = sorted(nodes), sorted(pairs), sorted(notes | stale)
+        total = BatchReport()
+        for i in range(parts):
+            part = await self._run(
+                set(ns[i::parts]),
+                set(ps[i::parts]),
+                {p for p in ts[i::parts] if p in notes},
+                force=self.ledger.pending() if i == 0 else {},
+                searched={p for p in ts[i::parts] if p in stale},
+            )
+            for kind, n in part.writes.items():
+                total.writes[kind] = total.writes.get(kind, 0) + n
+            total.embedded += part.embedded
+            total.seconds += part.seconds
+            total.llm_calls = part.llm_calls
+        return total
+
+    async def apply(self, delta: Delta) -> BatchReport:
+        """Push one graph delta into the store as one batch."""
+        if not delta:
+            return BatchReport()
+        touched = set(delta.nodes_added) | set(delta.nodes_changed) | delta.nodes_removed
+        renamed = self.mapper.namer.update(self.vg, touched)
+        edges = set(delta.edges_added) | set(delta.edges_changed) | delta.edges_removed
+        nodes = touched | renamed | {u for u, _, _ in edges} | {v for _, v, _ in edges}
+        pairs = {pair(u, v) for u, v, _ in edges}
+        for n in renamed:
+            pairs |= self.mapper.pairs_of(n)
+        notes = delta.notes_changed | delta.notes_removed
+        for path in notes:
+            nodes.add(path)
+            if path in self.vg.g:  # its chunks changed: so did every record citing them
+                for _, v in self.vg.g.out_edges(path):
+                    nodes.add(v)
+                    pairs.add(pair(path, v))
+            else:
+                self.mapper.forget(path)
+        self._implicit_keys(nodes, pairs, notes)
+        return await self._run(nodes, pairs, notes, force={}, searched=notes)
+
+    async def apply_extracted(self, hashes: set[str]) -> BatchReport:
+        """New extractions in the cache: write the implicit records they bring."""
+        folds, fold_pairs = self.implicit.learn(hashes)
+        nodes = {node_of(f) for f in folds}
+        pairs = {pair(node_of(a), node_of(b)) for a, b in fold_pairs}
+        if not nodes and not pairs:
+            return BatchReport()
+        return await self._run(nodes, pairs, set(), force={}, searched=set())
+
+    def _implicit_keys(self, nodes: set[str], pairs: set[tuple[str, str]], notes: set[str]) -> None:
+        """Add the implicit keys a batch may change: those of the notes' old and new
+        chunks, of names that changed holder, and of pairs a link now states (or no
+        longer does)."""
+        namer = self.mapper.namer
+        folds, fold_pairs = self.implicit.set_notes(
+            {p: self.mapper.chunks(p) if p in self.vg.notes else None for p in notes}
+        )
+        for p in notes:  # a chunk's salience depends on its siblings
+            self._salience.pop(p, None)
+        folds |= namer.refolded
+        namer.refolded.clear()
+        fold_pairs |= self.implicit.around(folds)
+        for a, b in list(pairs):
+            fa, fb = namer.names.get(a), namer.names.get(b)
+            if fa and fb and self.implicit.is_related(fold(fa), fold(fb)):
+                fold_pairs.add(pair(fold(fa), fold(fb)))
+        nodes.update(node_of(f) for f in folds)
+        pairs.update(pair(node_of(a), node_of(b)) for a, b in fold_pairs)
+
+    # -- extraction jobs -----------------------------------------------------------
+
+    def extraction_jobs(self, threshold: float) -> tuple[list[Job], int]:
+        """The chunks to send to the LLM (no cached extraction, salient enough), and
+        how many the salience filter skips."""
+        missing = self.implicit.missing
+        by_note: dict[str, list[Chunk]] = {}
+        for c in missing.values():
+            by_note.setdefault(c.note, []).append(c)
+        jobs: list[Job] = []
+        skipped = 0
+        for path in sorted(by_note):
+            if path not in self.vg.notes:
+                continue
+            scores = self._salience.get(path)
+            if scores is None:
+                scores = self._salience[path] = self._scores(path, by_note[path])
+            for c in sorted(by_note[path], key=lambda c: c.order):
+                if scores[c.id] < threshold:
+                    skipped += 1
+                else:
+                    jobs.append(self._job(c))
+        return jobs, skipped
+
+    def _scores(self, path: str, chunks: list[Chunk]) -> dict[str, float]:
+        """Salience of ``chunks`` of note ``path``, each against its siblings (their
+        vectors read from the embedding cache once for the note)."""
+        hashes = {s.id: text_hash(s.content) for s in self.mapper.chunks(path)}
+        vecs = self.ledger.vectors(hashes.values())
+        return {
+            c.id: score(
+                c.content,
+                vecs.get(hashes.get(c.id, "")),
+                [vecs[h] for cid, h in hashes.items() if cid != c.id and h in vecs],
+            )
+            for c in chunks
+        }
+
+    def _job(self, c: Chunk) -> Job:
+        """The chunk and its structure header: the note's entity, type and tags, and
+        the links this chunk states, marked as already known."""
+        path = c.note
+        note = self.vg.notes[path]
+        me = self.mapper.name(path)
+        known = sorted(
+            {
+                self.mapper.name(v)
+                for _, v, data in self.vg.g.out_edges(path, data=True)
+                if v != path and self.mapper.evidence_chunk(path, data).id == c.id
+            }
+        )
+        tags = f"; tags: {', '.join('#' + t for t in note.tags)}" if note.tags else ""
+        header = f'note entity "{me}" (type: {note.type or "note"}{tags}). Known from links: '
+        header += "; ".join(f"{me} — {k}" for k in known) if known else "none"
+        return Job(text_hash(c.content), c.id, path, c.content, header + ".")
+
+    # -- the batch ----------------------------------------------------------------
+
+    async def _run(
+        self,
+        nodes: set[str],
+        pairs: set[tuple[str, str]],
+        notes: set[str],
+        force: dict[str, set[str]],
+        searched: set[str],
+    ) -> BatchReport:
+        started = time.perf_counter()
+        embedded_before = self.store.embedded
+        ops = Ops()
+        self._forced = force
+        self._entities(ops, nodes)
+        self._relations(ops, pairs)
+        note_rows = self._notes(ops, notes)
+        self._force(ops, force)
+        if ops:
+            self.ledger.set_pending(ops)
+            await self.store.embed_ahead(ops)
+        with self.store.batch():  # store and ledger commit together where the backend can
+            if ops:
+                await self.store.write(ops, datetime.now(UTC).isoformat())
+            self.ledger.commit(ops, note_rows)
+            self.search.update({p: self.vg.notes.get(p) for p in sorted(searched)})
+        return BatchReport(
+            writes=ops.counts(),
+            embedded=self.store.embedded - embedded_before,
+            seconds=time.perf_counter() - started,
+            llm_calls=self.store.llm_calls,
+        )
+
+    def _diff(
+        self,
+        ops: Ops,
+        kind: str,
+        owner: Any,
+        desired: dict[str, Record],
+        current: dict[str, Record],
+    ) -> None:
+        target: dict[str, Record | None] = getattr(ops, kind)
+        for key in current:
+            if key not in desired:
+                target.setdefault(key, None)  # a delete never overrides another owner's upsert
+        forced = self._forced.get(kind, set())
+        for key, rec in desired.items():
+            if current.get(key) != mirror_form(rec) or key in forced:
+                target[key] = rec
+                ops.owner[(kind, key)] = owner
+
+    def _entities(self, ops: Ops, nodes: set[str]) -> None:
+        for node in sorted(nodes):
+            if node.startswith(IMPLICIT):
+                want = self.implicit.entity(node[len(IMPLICIT) :], self.mapper.namer)
+            else:
+                want = self.mapper.entity(node)
+            desired = {want[0]: want[1]} if want else {}
+            current = dict(self.ledger.entity_of(node))
+            self._diff(ops, "entity", node, desired, current)
+
+    def _relations(self, ops: Ops, pairs: set[tuple[str, str]]) -> None:
+        for a, b in sorted(pairs):
+            if a.startswith(IMPLICIT):
+                want = self.implicit.relation(
+                    a[len(IMPLICIT) :], b[len(IMPLICIT) :], self.mapper.namer, self._linked
+                )
+            else:
+                want = self.mapper.relation(a, b)
+            desired = {want[0]: want[1]} if want else {}
+            current = dict(self.ledger.relation_of(a, b))
+            self._diff(ops, "relation", (a, b), desired, current)
+
+    def _linked(self, u: str, v: str) -> bool:
+        """Do links relate graph nodes ``u`` and ``v`` (a structural relation)?"""
+        return self.mapper.relation(u, v) is not None
+
+    def _notes(self, ops: Ops, notes: set[str]) -> dict[str, tuple[str, str, list[str]] | None]:
+        rows: dict[str, tuple[str, str, list[str]] | None] = {}
+        for path in sorted(notes):
+            note = self.vg.notes.get(path)
+            if note is None:
+                self._diff(ops, "chunk", path, {}, self.ledger.chunks_of(path))
+                self._diff(ops, "doc", path, {}, self.ledger.docs_of(path))
+                rows[path] = None
+                continue
+            chunks = self.mapper.chunks(path)
+            did = doc_id(path)
+            desired_chunks = {
+                c.id: {
+                    "content": c.content,
+                    "tokens": self.store.count_tokens(c.content),
+                    "chunk_order_index": c.order,
+                    "full_doc_id": did,
+                    "file_path": path,
+                    "source_id": did,
+                }
+                for c in chunks
+            }
+            self._diff(ops, "chunk", path, desired_chunks, self.ledger.chunks_of(path))
+            doc = {
+                "content": note.body,
+                "file_path": path,
+                "status": "processed",
+                "content_summary": note.body.strip()[:100],
+                "content_length": len(note.body),
+                "chunks_count": len(chunks),
+                "chunks_list": [c.id for c in chunks],
+                "track_id": "wikid",
+                "content_hash": note.digest,
+            }
+            self._diff(ops, "doc", path, {did: doc}, self.ledger.docs_of(path))
+            rows[path] = (note.digest, self.mapper.name(path), [c.id for c in chunks])
+        return rows
+
+    def _force(self, ops: Ops, force: dict[str, set[str]]) -> None:
+        """Keys a crashed batch may have torn. ``_diff`` rewrote those still desired;
+        the rest are not part of a fresh build, so they are deleted whatever the mirror says."""
+        for kind, keys in force.items():
+            target: dict[str, Record | None] = getattr(ops, kind)
+            for key in keys:
+                target.setdefault(key, None)
