@@ -31,10 +31,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from llmserver import LLMServer
 
+from wikid.config import ExtractSettings, LLMConfig
 from wikid.store.embed import default_embedder
-from wikid.store.llm import LLMConfig, chat
+from wikid.store.llm import chat
 from wikid.store.rag import Store
-from wikid.sync.extract import ExtractSettings
 from wikid.sync.index import Index
 
 ROOT = Path(__file__).resolve().parents[1]

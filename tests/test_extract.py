@@ -25,10 +25,9 @@ from llmserver import LLMServer, is_extraction
 from storetools import assert_same_store, ledger_path, seed_ledger, unique_workspace
 from test_graph_invariant import _apply, bodies, ops, paths
 
+from wikid.config import ExtractSettings, LLMConfig
 from wikid.server.api import query
 from wikid.store.export import export_store
-from wikid.store.llm import LLMConfig
-from wikid.sync.extract import ExtractSettings
 from wikid.sync.index import Index
 from wikid.sync.salience import score
 

@@ -23,9 +23,10 @@ from lightrag import QueryParam
 from storetools import assert_same_store, fresh_export, unique_workspace
 from test_graph_invariant import _apply, bodies, ops, paths
 
+from wikid.config import BACKENDS, DEFAULT_BACKEND
 from wikid.store.embed import default_embedder
 from wikid.store.export import export_store
-from wikid.store.rag import BACKENDS, DEFAULT_BACKEND, find_workspaces
+from wikid.store.rag import find_workspaces
 from wikid.sync import sink as sink_module
 from wikid.sync.index import Index
 

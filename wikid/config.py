@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from wikid.store.llm import KINDS as LLM_KINDS
-from wikid.store.llm import LLMConfig
-from wikid.store.rag import BACKENDS, default_workdir, workspace_name
-from wikid.sync.extract import ExtractSettings
-
 QUERY_MODES = ("local", "global", "hybrid", "mix", "naive")
+LLM_KINDS = ("openai", "ollama")
+BACKENDS = ("sqlite", "lightrag-files", "postgres")
+DEFAULT_BACKEND = "sqlite"
 
 SECRET_ENV = {"llm_api_key": "WIKID_LLM_API_KEY", "postgres_password": "WIKID_POSTGRES_PASSWORD"}
 
@@ -34,12 +33,46 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class LLMConfig:
+    """Where the user's LLM is. Plain data here, so that reading the config never
+    imports an HTTP client; ``wikid.store.llm`` talks to it."""
+
+    base_url: str
+    model: str
+    kind: str = "openai"
+    api_key: str | None = None
+    timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class ExtractSettings:
+    """LLM extraction of implicit relations (``wikid.sync.extract``)."""
+
+    llm: LLMConfig | None
+    threshold: float = 0.3
+    concurrency: int = 4
+    retry_s: float = 30.0
+
+
+def workspace_name(vault: Path) -> str:
+    """A LightRAG workspace name for a vault: its folder name, made safe (letters,
+    digits and "_" only, as LightRAG's server insists)."""
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", vault.resolve().name).strip("_")
+    return name or "vault"
+
+
+def default_workdir(vault: Path) -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "wikid" / workspace_name(vault)
+
+
+@dataclass(frozen=True)
 class VaultConfig:
     path: Path
     name: str = ""
     workdir: Path | None = None
     socket: Path | None = None
-    store: str = "sqlite"
+    store: str = DEFAULT_BACKEND
     # postgresql://USER@HOST:PORT/DATABASE for store = "postgres" (password: environment).
     postgres_url: str | None = None
     debounce_ms: int = 300

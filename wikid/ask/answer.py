@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from wikid.config import LLMConfig
 from wikid.store.cost import CostLedger
-from wikid.store.llm import LLMConfig, chat
+from wikid.store.llm import chat
 
 SYSTEM = (
     "You answer questions about the user's own notes. Use only the evidence given; "

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikid.sync.records import SEP
+from wikid.store.ids import split_sources
 
 POOLS = {"entity": 16, "relation": 16, "chunk": 8, "support": 4}
 REPEAT = (1.0, 0.5, 0.25)  # what covering an aspect a first, second, third time is worth
@@ -195,10 +195,6 @@ def select(
         used += best.tokens
         pool.remove(best)
     return chosen, used
-
-
-def split_sources(source_id: str | None) -> list[str]:
-    return [s for s in (source_id or "").split(SEP) if s]
 
 
 def first_path(file_path: str | None) -> str | None:

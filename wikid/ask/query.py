@@ -28,23 +28,22 @@ from wikid.ask.evidence import (
     aspects_of,
     first_path,
     select,
-    split_sources,
     truncate,
 )
+from wikid.store.ids import split_sources
 
 if TYPE_CHECKING:
     from wikid.sync.index import Index
 
-MODES = ("local", "global", "hybrid", "mix", "naive")
 _WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
 
 
 def keywords(index: Index, question: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
     """(high-level, low-level, (name, note) mentioned) for a question, with no LLM."""
-    mentioned = index.sink.search.names_in(question)
+    mentioned = index.names_in(question)
     names: list[str] = []
     for name, path in mentioned:
-        entity = name if name.startswith("#") else index.sink.mapper.name(path)
+        entity = name if name.startswith("#") else index.entity_name(path)
         for n in (entity, name):
             if n not in names:
                 names.append(n)
@@ -57,11 +56,11 @@ def keywords(index: Index, question: str) -> tuple[list[str], list[str], list[tu
 
 def _locate(index: Index, path: str | None, chunk_id: str | None) -> dict[str, Any]:
     """Heading path and first line of a chunk of a note, from the in-memory chunking."""
-    if path and chunk_id and path in index.vg.notes:
-        for c in index.sink.mapper.chunks(path):
-            if c.id == chunk_id:
-                return {"heading": " › ".join(c.heading) or None, "line": c.start_line}
-    return {"heading": None, "line": 1 if path in index.vg.notes else None}
+    chunks = index.chunks(path) if path else []
+    for c in chunks:
+        if c.id == chunk_id:
+            return {"heading": " › ".join(c.heading) or None, "line": c.start_line}
+    return {"heading": None, "line": 1 if chunks else None}
 
 
 def _record_item(kind: str, key: str, text: str, rec: dict[str, Any], rank: int) -> Item:
@@ -125,7 +124,7 @@ async def candidates(index: Index, result: dict[str, Any]) -> list[Item]:
     chunk_ids = {it.key for it in items if it.kind == "chunk"}
     cited = Counter(s for it in items if it.kind != "chunk" for s in it.extra["sources"])
     support = [cid for cid, _ in cited.most_common() if cid not in chunk_ids][: POOLS["support"]]
-    rows = await index.store.rag.text_chunks.get_by_ids(support) if support else []
+    rows = await index.chunk_rows(support) if support else []
     for rank, (cid, row) in enumerate(zip(support, rows, strict=True)):
         if row:
             items.append(_chunk_item(cid, row, POOLS["chunk"] + rank))
@@ -157,11 +156,11 @@ async def evidence(
         top_k=POOLS["entity"],
         chunk_top_k=POOLS["chunk"],
     )
-    calls = index.store.llm_calls
-    result = await index.store.rag.aquery_data(question, param)
+    calls = index.llm_calls
+    result = await index.aquery_data(question, param)
     pool = await candidates(index, result)
     aspects = aspects_of(question, [n for n, _ in names], [p for _, p in names])
-    chosen, used = select(pool, aspects, budget, index.store.count_tokens)
+    chosen, used = select(pool, aspects, budget, index.count_tokens)
     by_kind: dict[str, list[dict[str, Any]]] = {"entities": [], "relations": [], "chunks": []}
     for item in chosen:
         by_kind[
@@ -177,7 +176,7 @@ async def evidence(
         **by_kind,
         "uncovered": sorted(uncovered),
         "candidates": len(pool),
-        "llm_calls": index.store.llm_calls - calls,
+        "llm_calls": index.llm_calls - calls,
     }
 
 
@@ -191,5 +190,5 @@ async def baseline(index: Index, question: str, mode: str, budget: int) -> list[
     coverage pick is measured against."""
     high, low, _ = keywords(index, question)
     param = QueryParam(mode=mode, enable_rerank=False, hl_keywords=high, ll_keywords=low)  # type: ignore[arg-type]
-    result = await index.store.rag.aquery_data(question, param)
-    return truncate(_items(result.get("data") or {}, None), budget, index.store.count_tokens)
+    result = await index.aquery_data(question, param)
+    return truncate(_items(result.get("data") or {}, None), budget, index.count_tokens)

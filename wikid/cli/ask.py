@@ -12,7 +12,8 @@ from typing import Any
 
 import click
 
-from wikid.cli import _client_call, _config, _print, _vault_option, main
+from wikid.cli._common import call, load, show, vault_option
+from wikid.config import QUERY_MODES
 
 
 def evidence_text(res: dict[str, Any]) -> str:
@@ -38,12 +39,10 @@ def evidence_text(res: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-@main.command()
-@_vault_option
+@click.command()
+@vault_option
 @click.argument("text")
-@click.option(
-    "--mode", type=click.Choice(["local", "global", "hybrid", "mix", "naive"]), default=None
-)
+@click.option("--mode", type=click.Choice(QUERY_MODES), default=None)
 @click.option("--budget", type=int, default=None, help="Evidence token budget (default 3000).")
 @click.option("--answer", is_flag=True, help="Have the configured LLM answer from the evidence.")
 @click.option("--json", "as_json", is_flag=True)
@@ -59,10 +58,10 @@ def query(
 ) -> None:
     """Ask the vault: the smallest evidence that covers the question, with paths to open.
     No LLM is involved unless --answer (then the answer streams, citing notes)."""
-    cfg = _config(vault, config_path, socket_path)
+    cfg = load(vault, config_path, socket_path)
     args: dict[str, Any] = {"text": text, "mode": mode, "budget": budget}
     if not answer:
-        _print(_client_call(cfg, "query", **args), as_json, evidence_text)
+        show(call(cfg, "query", **args), as_json, evidence_text)
         return
 
     def stream(piece: str) -> None:
@@ -70,9 +69,9 @@ def query(
             sys.stdout.write(piece)
             sys.stdout.flush()
 
-    res = _client_call(cfg, "query", answer=True, on_partial=stream, timeout=600, **args)
+    res = call(cfg, "query", answer=True, on_partial=stream, timeout=600, **args)
     if as_json:
-        _print(res, True, str)
+        show(res, True, str)
         return
     a = res["answer"]
     click.echo(
@@ -81,8 +80,8 @@ def query(
     )
 
 
-@main.command()
-@_vault_option
+@click.command()
+@vault_option
 @click.argument("text")
 @click.option("-k", "k", type=int, default=8, help="How many notes.")
 @click.option("--folder", default=None, help="Only notes under this folder.")
@@ -99,7 +98,7 @@ def search(
     as_json: bool,
 ) -> None:
     """Full-text search (BM25 over title, aliases, summary, tags and body)."""
-    cfg = _config(vault, config_path, socket_path)
+    cfg = load(vault, config_path, socket_path)
 
     def readable(res: dict[str, Any]) -> str:
         rows = []
@@ -108,21 +107,21 @@ def search(
             rows.append(f"{h['path']}  {tags}\n    {' '.join(h['snippet'].split())}")
         return "\n".join(rows) or "no match"
 
-    _print(_client_call(cfg, "search", text=text, k=k, folder=folder, tag=tag), as_json, readable)
+    show(call(cfg, "search", text=text, k=k, folder=folder, tag=tag), as_json, readable)
 
 
 def _money(value: float | None) -> str:
     return "" if value is None else f"{value:.4f}"
 
 
-@main.command()
-@_vault_option
+@click.command()
+@vault_option
 @click.option("--json", "as_json", is_flag=True)
 def cost(
     vault: str | None, config_path: Path | None, socket_path: Path | None, as_json: bool
 ) -> None:
     """LLM calls and tokens so far, by phase and model, with the estimated price."""
-    cfg = _config(vault, config_path, socket_path)
+    cfg = load(vault, config_path, socket_path)
 
     def readable(res: dict[str, Any]) -> str:
         rows = [
@@ -136,4 +135,4 @@ def cost(
         )
         return "\n".join(rows)
 
-    _print(_client_call(cfg, "cost"), as_json, readable)
+    show(call(cfg, "cost"), as_json, readable)

@@ -1,24 +1,124 @@
-"""Store commands: ``wikid migrate`` and ``wikid lightrag-server``.
+"""Store commands, run in this process: ``index``, ``export``, ``migrate``,
+``lightrag-server``.
 
-Why apart from ``cli.py``: these concern where the store lives and who else
-reads it, not the vault; keeping them here keeps each CLI module small.
+Why apart: these open the store themselves (no daemon), so each imports the
+store or sync layer inside its function; importing this module costs nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from wikid.cli import _config, _vault_option, main, workdir_option
-from wikid.store.rag import workspace_name
+from wikid.cli._common import load, vault_option, workdir_option
+from wikid.config import workspace_name
 
 
-@main.command()
-@_vault_option
+@click.command()
+@vault_option
+@workdir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("--ignore", multiple=True, help="A gitignore-style glob to leave out (repeatable).")
+def index(
+    vault: str | None,
+    config_path: Path | None,
+    socket_path: Path | None,
+    workdir: Path | None,
+    as_json: bool,
+    ignore: tuple[str, ...],
+) -> None:
+    """Sync the vault into its LightRAG store: full the first time, incremental after."""
+    from wikid.core.vault import VaultOptions
+    from wikid.sync.index import Index
+
+    cfg = load(vault, config_path, socket_path, workdir=workdir, ignore=ignore or None)
+
+    async def run() -> dict[str, Any]:
+        idx = await Index.open(
+            cfg.path,
+            cfg.workdir,
+            backend=cfg.store,
+            options=VaultOptions(ignore=cfg.ignore, max_note_bytes=cfg.max_note_bytes),
+            extraction=cfg.extraction(),
+            postgres_url=cfg.postgres_url,
+        )
+        live = sys.stderr.isatty() and not as_json
+        if live:
+            done = [0]
+
+            def progress(n: int) -> None:  # a live count on the terminal while the model runs
+                done[0] += n
+                sys.stderr.write(f"\rembedding {done[0]} texts, {idx.llm_calls} LLM calls ")
+                sys.stderr.flush()
+
+            idx.on_embedded(progress)
+        try:
+            report = await idx.sync()
+            if idx.extracting:
+                report["extraction"] = await idx.extract()
+            return report
+        finally:
+            if live:
+                sys.stderr.write("\n")
+            await idx.close()
+
+    result = asyncio.run(run())
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        click.echo(
+            f"{result['notes']} notes -> {result['entities']} entities, {result['relations']} relations, "
+            f"{result['chunks']} chunks; {result['added']} added, {result['changed']} changed, "
+            f"{result['removed']} removed; {result['embedded']} embedded in {result['seconds']} s; "
+            f"{result['llm_calls']} LLM calls"
+        )
+        ex = result.get("extraction")
+        if ex:
+            click.echo(
+                f"extraction: {ex['sent']} chunks extracted in {ex['calls']} LLM calls, "
+                f"{ex['skipped']} skipped by salience, {ex['failed']} failed (retried next run)"
+            )
+
+
+@click.command()
+@click.option(
+    "--workdir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    required=True,
+    help="The LightRAG working dir to read.",
+)
+@click.option("--workspace", default=None, help="Workspace (vault) name, if the dir holds several.")
+@click.option("--format", "fmt", type=click.Choice(["json", "graphml"]), default="json")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write here instead of standard output (required for graphml).",
+)
+def export(workdir: Path, workspace: str | None, fmt: str, output: Path | None) -> None:
+    """Write the store's entities, relations and chunk ids, sorted and deterministic."""
+    from wikid.store.export import dumps, export_workdir, to_graphml
+
+    data = asyncio.run(export_workdir(workdir, workspace))
+    if fmt == "graphml":
+        if output is None:
+            raise click.UsageError("--format graphml needs --output FILE")
+        to_graphml(data, output)
+    elif output is None:
+        click.echo(dumps(data))
+    else:
+        output.write_text(dumps(data) + "\n", encoding="utf-8")
+
+
+@click.command()
+@vault_option
 @workdir_option
 def migrate(
     vault: str | None, config_path: Path | None, socket_path: Path | None, workdir: Path | None
@@ -29,7 +129,7 @@ def migrate(
     sqlite backend; this command does it ahead of time and reports the counts."""
     from wikid.store.migrate import migrate as run_migration
 
-    cfg = _config(vault, config_path, socket_path, workdir=workdir)
+    cfg = load(vault, config_path, socket_path, workdir=workdir)
     assert cfg.workdir is not None  # load() always fills it in
     try:
         counts = run_migration(cfg.workdir / workspace_name(cfg.path))
@@ -38,10 +138,10 @@ def migrate(
     click.echo(json.dumps(counts))
 
 
-@main.command(
+@click.command(
     "lightrag-server", context_settings={"ignore_unknown_options": True, "allow_extra_args": True}
 )
-@_vault_option
+@vault_option
 @workdir_option
 @click.argument("server_args", nargs=-1, type=click.UNPROCESSED)
 def lightrag_server(
@@ -57,7 +157,7 @@ def lightrag_server(
     server extra: ``pip install 'lightrag-hku[api]'``."""
     from wikid.store import sqlite_backend
 
-    cfg = _config(vault, config_path, socket_path, workdir=workdir)
+    cfg = load(vault, config_path, socket_path, workdir=workdir)
     if cfg.store != "sqlite":
         raise click.UsageError(
             "the stock-files store needs no wikid code: run lightrag-server itself"

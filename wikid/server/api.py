@@ -8,22 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from wikid.ask.query import MODES, evidence
+from wikid.ask.query import evidence
+from wikid.config import QUERY_MODES as MODES
 from wikid.core.graph import GHOST, VaultGraph, to_json
 from wikid.core.resolve import fold
+from wikid.server.protocol import ProtocolError
 from wikid.sync.index import Index
-
-
-class ApiError(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def find_note(vg: VaultGraph, ref: str) -> str:
     """A note by vault path (with or without .md) or by title/alias, case-insensitively."""
     if not isinstance(ref, str) or not ref.strip():
-        raise ApiError("bad_request", "give a note as a path or a title")
+        raise ProtocolError("bad_request", "give a note as a path or a title")
     ref = ref.strip()
     for candidate in (ref, ref + ".md"):
         if candidate in vg.notes:
@@ -35,7 +31,7 @@ def find_note(vg: VaultGraph, ref: str) -> str:
     for found in (by_path, by_title, by_alias):
         if found:
             return found[0]
-    raise ApiError("not_found", f"no note with path or title {ref!r}")
+    raise ProtocolError("not_found", f"no note with path or title {ref!r}")
 
 
 def _edge(u: str, v: str, d: dict[str, Any]) -> dict[str, Any]:
@@ -80,17 +76,17 @@ def graph(vg: VaultGraph) -> dict[str, Any]:
 async def query(index: Index, text: Any, mode: Any = "mix", budget: Any = 3000) -> dict[str, Any]:
     """Budgeted evidence for a question, 0 LLM calls (``query.evidence``)."""
     if not isinstance(text, str) or not text.strip():
-        raise ApiError("bad_request", "query needs a non-empty 'text'")
+        raise ProtocolError("bad_request", "query needs a non-empty 'text'")
     if mode not in MODES:
-        raise ApiError("bad_request", f"unknown query mode {mode!r}; choose from {MODES}")
+        raise ProtocolError("bad_request", f"unknown query mode {mode!r}; choose from {MODES}")
     try:
         budget = int(budget)
     except (TypeError, ValueError):
-        raise ApiError(
+        raise ProtocolError(
             "bad_request", f"budget must be a number of tokens, not {budget!r}"
         ) from None
     if not 50 <= budget <= 100_000:
-        raise ApiError("bad_request", "budget must be between 50 and 100000 tokens")
+        raise ProtocolError("bad_request", "budget must be between 50 and 100000 tokens")
     return await evidence(index, text, mode, budget)
 
 
@@ -99,8 +95,8 @@ def search(
 ) -> dict[str, Any]:
     """BM25 over the notes: top-k snippets with their frontmatter, ~500 tokens in all."""
     if not isinstance(text, str) or not text.strip():
-        raise ApiError("bad_request", "search needs a non-empty 'text'")
-    hits = index.sink.search.search(text, int(k or 8), folder or None, tag or None)
+        raise ProtocolError("bad_request", "search needs a non-empty 'text'")
+    hits = index.search(text, int(k or 8), folder or None, tag or None)
     return {
         "text": text,
         "hits": [

@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
-import socket
-import stat
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -28,14 +25,13 @@ import structlog
 from wikid.ask.answer import answer
 from wikid.config import VaultConfig, load
 from wikid.core.vault import VaultOptions
-from wikid.server import api
+from wikid.server import api, protocol
 from wikid.server.notify import notify, watchdog_interval
+from wikid.server.protocol import ProtocolError
 from wikid.server.watcher import Watcher, changed, snapshot
-from wikid.store.cost import CostLedger
 from wikid.store.llm import LLMError
 from wikid.sync.index import Index
 
-MAX_REQUEST = 1 << 20  # bytes in one request line
 log = structlog.get_logger("wikid")
 NO_LLM = (
     "no LLM is configured, so this is the evidence only; for answers set WIKID_LLM_BASE_URL "
@@ -44,6 +40,18 @@ NO_LLM = (
 )
 EXTRACT_SLICE = 64  # extraction calls per written batch on a cold start
 QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"
+OPS = (
+    "status",
+    "links",
+    "backlinks",
+    "broken",
+    "graph",
+    "query",
+    "search",
+    "cost",
+    "reindex",
+    "stop",
+)
 
 
 class Daemon:
@@ -89,17 +97,17 @@ class Daemon:
             extraction=self.cfg.extraction(),
             postgres_url=self.cfg.postgres_url,
         )
-        self.costs = CostLedger(self.index.store.ledger.database)
-        server = await self._listen(self.cfg.socket)
+        self.costs = self.index.cost_ledger()
+        server = await protocol.listen(self.cfg.socket, self._dispatch, self.stopping.set)
         self.watcher = Watcher(
             self.cfg.path,
-            self.index.vg.filter,
+            self.index.graph.filter,
             debounce=self.cfg.debounce_ms / 1000,
             max_queue=self.cfg.max_queue,
         )
         self.watcher.start(loop)  # before the initial sync, so no change during it is missed
         notify("STATUS=initial sync")
-        self._snapshot = await asyncio.to_thread(snapshot, self.cfg.path, self.index.vg.filter)
+        self._snapshot = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
         async with self._batch_lock:  # queries wait for it (see _consistent)
             report = await self.index.sync()
         self.last_sync = time.time()
@@ -107,7 +115,7 @@ class Daemon:
         self.ready = True
         notify("READY=1", f"STATUS=watching {report['notes']} notes")
         self._tasks = [self._spawn(self._batch_loop()), self._spawn(self._reconcile_loop())]
-        if self.index.extractor is not None:
+        if self.index.extracting:
             self._extract_wake.set()
             self._tasks.append(self._spawn(self._extract_loop()))
         interval = watchdog_interval()
@@ -193,15 +201,17 @@ class Daemon:
     async def _apply(self, paths: set[str], rescan: bool) -> None:
         started = time.perf_counter()
         if rescan:
-            fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.vg.filter)
-            paths = paths | changed(self._snapshot, fresh) | set(self.index.vg.notes) | set(fresh)
-        delta = self.index.vg.update(paths)
+            fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
+            paths = (
+                paths | changed(self._snapshot, fresh) | set(self.index.graph.notes) | set(fresh)
+            )
         if self.store_behind:
-            report = await self.index.sink.reconcile_all()
+            delta = self.index.graph.update(paths)
+            report = await self.index.reconcile()
             self.store_behind = False
             self.last_error = None
         else:
-            report = await self.index.sink.apply(delta)
+            delta, report = await self.index.update(paths)
         self.batches += 1
         self.last_sync = time.time()
         if delta or any(report.writes.values()):
@@ -214,7 +224,7 @@ class Daemon:
                 seconds=round(time.perf_counter() - started, 3),
             )
             notify(
-                f"STATUS=watching {len(self.index.vg.notes)} notes; last batch {len(paths)} paths"
+                f"STATUS=watching {len(self.index.graph.notes)} notes; last batch {len(paths)} paths"
             )
 
     async def _extract_loop(self) -> None:
@@ -222,9 +232,7 @@ class Daemon:
         for the LLM. The calls run outside the batch lock; what they bring is written
         as one batch under it. Failed chunks are retried when their wait is over."""
         while True:
-            extractor = self.index.extractor
-            assert extractor is not None
-            retry = extractor.next_retry()
+            retry = self.index.next_extraction_retry()
             timeout = None if retry is None else max(0.05, retry - time.time())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._extract_wake.wait(), timeout)
@@ -237,23 +245,22 @@ class Daemon:
 
     async def _extract_once(self) -> None:
         index = self.index  # a reindex may swap it while the calls run
-        assert index.extractor is not None
         jobs, more = index.extraction_jobs(EXTRACT_SLICE)
         if more:  # a cold start: write results as they come, not after hours
             self._extract_wake.set()
-        hashes = await index.extractor.run(jobs)
+        hashes = await index.run_extraction(jobs)
         if index is not self.index:
             self._extract_wake.set()
         elif hashes:
             async with self._batch_lock:
-                report = await index.sink.apply_extracted(hashes)
+                report = await index.write_extracted(hashes)
             log.info("extraction", chunks=len(hashes), writes=report.writes)
 
     async def _reconcile_loop(self) -> None:
         """Stat-based scan every interval: catches anything the OS did not report."""
         while True:
             await asyncio.sleep(self.cfg.reconcile_interval_s)
-            fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.vg.filter)
+            fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
             diff = changed(self._snapshot, fresh)
             self._snapshot = fresh
             if diff:
@@ -266,112 +273,22 @@ class Daemon:
         self.reindexing = True
         try:
             self.watcher.request_rescan()
-            self.index = await self.index.reload(self._options())
-            self.watcher.filter = self.index.vg.filter
-            await self.index.sink.reconcile_all()
+            fresh = await self.index.reload(self._options())
+            # Through the batch lock, as every write: a rebuild must never race a batch.
+            async with self._batch_lock:
+                self.busy = True
+                try:
+                    self.index = fresh
+                    self.watcher.filter = fresh.graph.filter
+                    await fresh.reconcile()
+                finally:
+                    self.busy = False
             self._extract_wake.set()
-            log.info("reindex done", notes=len(self.index.vg.notes))
+            log.info("reindex done", notes=len(self.index.graph.notes))
         finally:
             self.reindexing = False
 
     # -- socket ----------------------------------------------------------------------------
-
-    async def _listen(self, path: Path) -> asyncio.AbstractServer:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(path.parent, 0o700)
-        if path.exists() or path.is_symlink():
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                probe.connect(str(path))
-                raise SystemExit(f"another wikid daemon already listens on {path}")
-            except (ConnectionRefusedError, FileNotFoundError):
-                path.unlink()  # a stale socket from a crash
-            finally:
-                probe.close()
-        old = os.umask(0o177)
-        try:
-            server = await asyncio.start_unix_server(
-                self._client, path=str(path), limit=MAX_REQUEST
-            )
-        finally:
-            os.umask(old)
-        os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
-        return server
-
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while not reader.at_eof():
-                try:
-                    line = await reader.readline()
-                except (ValueError, asyncio.LimitOverrunError):
-                    await self._send(
-                        writer, None, error=("too_large", f"request over {MAX_REQUEST} bytes")
-                    )
-                    # Half-close, then drain what the client still sends (bounded), so the
-                    # close does not reset the connection and lose the reply.
-                    writer.write_eof()
-                    with contextlib.suppress(Exception):
-                        await asyncio.wait_for(_discard(reader, 64 * MAX_REQUEST), timeout=5)
-                    break
-                if not line.strip():
-                    continue
-                reply = await self._handle(line, writer)
-                await self._send(writer, reply.get("id"), **reply)
-                if reply.get("stop"):
-                    self.stopping.set()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
-
-    async def _send(
-        self,
-        writer: asyncio.StreamWriter,
-        rid: Any,
-        result: Any = None,
-        error: tuple[str, str] | None = None,
-        **_: Any,
-    ) -> None:
-        if error:
-            msg: dict[str, Any] = {
-                "id": rid,
-                "ok": False,
-                "error": {"code": error[0], "message": error[1]},
-            }
-        else:
-            msg = {"id": rid, "ok": True, "result": result}
-        writer.write(json.dumps(msg, ensure_ascii=False, default=str).encode() + b"\n")
-        await writer.drain()
-
-    async def _handle(
-        self, line: bytes, writer: asyncio.StreamWriter | None = None
-    ) -> dict[str, Any]:
-        rid = None
-        try:
-            req = json.loads(line)
-            if not isinstance(req, dict):
-                raise ValueError("a request is a JSON object")
-            rid = req.get("id")
-        except (ValueError, UnicodeDecodeError) as exc:
-            return {"id": None, "error": ("bad_json", f"malformed request: {exc}")}
-        op = req.get("op")
-
-        def emit(text: str) -> None:  # a piece of a streamed answer, ahead of the reply
-            if writer is not None:
-                writer.write(
-                    json.dumps({"id": rid, "partial": text}, ensure_ascii=False).encode() + b"\n"
-                )
-
-        try:
-            result, stop = await self._dispatch(op, req, emit)
-            return {"id": rid, "result": result, "stop": stop}
-        except api.ApiError as exc:
-            return {"id": rid, "error": (exc.code, str(exc))}
-        except Exception as exc:
-            log.error("request failed", op=op, error=repr(exc))
-            return {"id": rid, "error": ("internal", f"{type(exc).__name__}: {exc}")}
 
     @contextlib.asynccontextmanager
     async def _consistent(self) -> AsyncIterator[None]:
@@ -387,7 +304,7 @@ class Daemon:
             await asyncio.wait_for(self._batch_lock.acquire(), QUERY_WAIT_S)
         except TimeoutError:
             what = "the initial sync" if not self.ready else "a batch"
-            raise api.ApiError("busy", f"{what} is being applied; retry shortly") from None
+            raise ProtocolError("busy", f"{what} is being applied; retry shortly") from None
         try:
             yield
         finally:
@@ -396,16 +313,16 @@ class Daemon:
     async def _answer(self, ev: dict[str, Any], emit: Callable[[str], None]) -> dict[str, Any]:
         llm = self.cfg.llm()
         if llm is None:
-            raise api.ApiError("no_llm", NO_LLM)
+            raise ProtocolError("no_llm", NO_LLM)
         try:
             return await answer(llm, self.costs, ev["question"], ev, emit)
         except LLMError as exc:
-            raise api.ApiError("llm_failed", str(exc)) from exc
+            raise ProtocolError("llm_failed", str(exc)) from exc
 
     async def _dispatch(
         self, op: Any, req: dict[str, Any], emit: Callable[[str], None] = lambda _: None
     ) -> tuple[Any, bool]:
-        vg = self.index.vg
+        vg = self.index.graph
         if op == "status":
             return self.status(), False
         if op == "links":
@@ -441,18 +358,17 @@ class Daemon:
             return {"started": True}, False
         if op == "stop":
             return {"stopping": True}, True
-        raise api.ApiError(
+        raise ProtocolError(
             "unknown_op",
-            f"unknown op {op!r}; known: status, links, backlinks, broken, "
-            "graph, query, reindex, stop",
+            f"unknown op {op!r}; known: {', '.join(OPS)}",
         )
 
     def status(self) -> dict[str, Any]:
-        counts = self.index.store.ledger.counts()
+        counts = self.index.counts()
         return {
             "vault": str(self.cfg.path),
             "ready": self.ready,
-            "notes": len(self.index.vg.notes),
+            "notes": len(self.index.graph.notes),
             "entities": counts["entities"],
             "relations": counts["relations"],
             "chunks": counts["chunks"],
@@ -461,15 +377,15 @@ class Daemon:
             "lag_seconds": round(self.watcher.lag, 3),
             "last_sync": self.last_sync,
             "batches": self.batches,
-            "rejected": self.index.vg.problems,
+            "rejected": self.index.graph.problems,
             "store": {
                 "backend": self.cfg.store,
                 "workdir": str(self.cfg.workdir),
                 "behind": self.store_behind,
                 "last_error": self.last_error,
             },
-            "embedding_model": self.index.store.embedder.model_id,
-            "llm_calls": self.index.store.llm_calls,
+            "embedding_model": self.index.model_id,
+            "llm_calls": self.index.llm_calls,
             "llm": {"configured": self.cfg.llm() is not None, "model": self.cfg.llm_model},
             "extraction": self.index.extraction_status(),
             "cost": self.costs.totals(self.cfg.llm_prices),
@@ -477,11 +393,6 @@ class Daemon:
             "uptime_seconds": round(time.time() - self.started, 1),
             "pid": os.getpid(),
         }
-
-
-async def _discard(reader: asyncio.StreamReader, limit: int) -> None:
-    while limit > 0 and (chunk := await reader.read(1 << 16)):
-        limit -= len(chunk)
 
 
 def run(cfg: VaultConfig, config_path: Path | None = None) -> int:

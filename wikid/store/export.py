@@ -15,8 +15,8 @@ from typing import Any
 import networkx as nx
 
 from wikid.store import postgres
+from wikid.store.ids import SEP, split_sources
 from wikid.store.rag import Store, find_workspaces
-from wikid.sync.records import SEP
 
 VOLATILE = {"created_at", "updated_at", "id", "source", "target"}
 
@@ -44,7 +44,7 @@ async def _vector_ids(storage: Any) -> list[str]:
 
 
 def _split(value: str | None) -> list[str]:
-    return sorted(v for v in (value or "").split(SEP) if v)
+    return sorted(split_sources(value))
 
 
 def _origin(item: dict[str, Any]) -> dict[str, str]:

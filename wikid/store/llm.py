@@ -18,20 +18,12 @@ from typing import Any
 import aiohttp
 import tiktoken
 
-KINDS = ("openai", "ollama")
+from wikid.config import LLM_KINDS as KINDS
+from wikid.config import LLMConfig
 
 
 class LLMError(RuntimeError):
     """The LLM endpoint failed or answered something that is not the protocol."""
-
-
-@dataclass(frozen=True)
-class LLMConfig:
-    base_url: str
-    model: str
-    kind: str = "openai"
-    api_key: str | None = None
-    timeout_s: float = 300.0
 
 
 @dataclass

@@ -14,10 +14,8 @@ No LLM is ever called from here: the configured LLM function raises, and
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
-import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -28,15 +26,16 @@ import tiktoken
 from lightrag import LightRAG
 from lightrag.utils import EmbeddingFunc, Tokenizer
 
+from wikid.config import BACKENDS, DEFAULT_BACKEND
 from wikid.store import postgres, sqlite_backend
 from wikid.store.embed import Embedder
+from wikid.store.ids import entity_vdb_id, relation_vdb_id, text_hash
 from wikid.store.ledger import Ledger, Ops
-from wikid.sync.records import entity_vdb_id, relation_vdb_id
 
 sqlite_backend.register()
 
-BACKENDS = {
-    # name: (kv, vector, graph, doc_status)
+STORAGE_CLASSES = {
+    # backend name (config.BACKENDS): (kv, vector, graph, doc_status)
     "sqlite": sqlite_backend.class_names(),
     "lightrag-files": (
         "JsonKVStorage",
@@ -46,7 +45,7 @@ BACKENDS = {
     ),
     "postgres": postgres.CLASS_NAMES,
 }
-DEFAULT_BACKEND = "sqlite"
+assert tuple(STORAGE_CLASSES) == BACKENDS
 LEDGER_FILE = "wikid-ledger.sqlite"  # beside the stock files; the SQLite store holds its own
 
 
@@ -78,22 +77,6 @@ EDGE_FIELDS = ("weight", "description", "keywords", "source_id", "file_path", "o
 
 class LLMForbidden(RuntimeError):
     """Raised by the LLM function wikid gives LightRAG while it has no LLM."""
-
-
-def workspace_name(vault: Path) -> str:
-    """A LightRAG workspace name for a vault: its folder name, made safe (letters,
-    digits and "_" only, as LightRAG's server insists)."""
-    name = re.sub(r"[^A-Za-z0-9_]+", "_", vault.resolve().name).strip("_")
-    return name or "vault"
-
-
-def default_workdir(vault: Path) -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "wikid" / workspace_name(vault)
-
-
-def text_hash(text: str) -> str:
-    return hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def offline_tokenizer() -> Tokenizer:
@@ -148,8 +131,10 @@ class Store:
         read_only: bool = False,
         postgres_url: str | None = None,
     ) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown store backend {backend!r}; choose from {sorted(BACKENDS)}")
+        if backend not in STORAGE_CLASSES:
+            raise ValueError(
+                f"unknown store backend {backend!r}; choose from {sorted(STORAGE_CLASSES)}"
+            )
         if backend == "postgres":
             postgres.configure(postgres_url or os.environ.get(postgres.URL_ENV))
         self.workdir = workdir
@@ -166,7 +151,7 @@ class Store:
         self.ledger = Ledger(workdir / workspace / ledger_file(backend))
         self.embedder: Embedder = embedder or _RecordedModel.of(self.ledger)
         self.tokenizer = offline_tokenizer()
-        kv, vector, graph, doc_status = BACKENDS[backend]
+        kv, vector, graph, doc_status = STORAGE_CLASSES[backend]
         self.rag = LightRAG(
             working_dir=str(workdir),
             workspace=workspace,

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from lightrag.operate import _process_extraction_result
 from lightrag.prompt import PROMPTS
 
+from wikid.config import ExtractSettings
 from wikid.store._sqlite import Database, in_batches
 from wikid.store.cost import CostLedger
-from wikid.store.llm import LLMConfig, LLMError, chat
+from wikid.store.llm import LLMError, chat
 
 PROMPT_VERSION = "1"
 TD = PROMPTS["DEFAULT_TUPLE_DELIMITER"]
@@ -70,14 +71,6 @@ USER = """Header: {header}
 
 # {"entities": [[name, type, desc]], "relations": [[src, tgt, keywords, desc]]}
 Result = dict[str, list[list[str]]]
-
-
-@dataclass(frozen=True)
-class ExtractSettings:
-    llm: LLMConfig | None
-    threshold: float = 0.3
-    concurrency: int = 4
-    retry_s: float = 30.0
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 from wikid.core.chunk import Chunk
-from wikid.store.rag import text_hash
+from wikid.store.ids import SEP, text_hash
 from wikid.sync.extract import ExtractionCache, Result
-from wikid.sync.records import SEP, Namer, Record, pair, relation_key
+from wikid.sync.records import Namer, Record, pair, relation_key
 
 IMPLICIT = "implicit:"
 ORIGIN = "llm"

@@ -1,27 +1,36 @@
-"""Open a vault's index (graph + store + sink) and run one full sync.
+"""``Index``: a vault's graph, store and sink behind one facade.
 
-Why one place: ``wikid index``, the daemon and the tests all open an index
-the same way, so there is one definition of "the store for this vault".
+Why one place: ``wikid index``, the daemon and the tests all open an index the
+same way, so there is one definition of "the store for this vault". Why a
+facade: the layers outside (ask, server, cli) call its methods only, never its
+attributes' insides (``index.store.ledger``, ``index.sink.search``); what the
+store or the sink hold can then change without touching them. Tests may look
+inside.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from wikid.config import DEFAULT_BACKEND, ExtractSettings, default_workdir, workspace_name
+from wikid.core.chunk import Chunk
+from wikid.core.delta import Delta
 from wikid.core.graph import VaultGraph
 from wikid.core.vault import VaultOptions
 from wikid.store.cost import CostLedger
 from wikid.store.embed import Embedder, default_embedder
 from wikid.store.migrate import migrate, needs_migration
-from wikid.store.rag import DEFAULT_BACKEND, Store, default_workdir, workspace_name
-from wikid.sync.extract import ExtractionCache, Extractor, ExtractSettings, Job
+from wikid.store.rag import Store
+from wikid.sync.extract import ExtractionCache, Extractor, Job
 from wikid.sync.implicit import ImplicitIndex
+from wikid.sync.search import Hit
 from wikid.sync.sink import BatchReport, Sink
 
 log = structlog.get_logger("wikid.sync.index")
@@ -131,6 +140,83 @@ class Index:
 
     async def close(self) -> None:
         await self.store.close()
+
+    # -- the facade: what the daemon, the CLI and the ask layer call ------------------
+
+    @property
+    def graph(self) -> VaultGraph:
+        """The in-memory wikilink graph (read it; only ``update`` changes it)."""
+        return self.vg
+
+    @property
+    def extracting(self) -> bool:
+        return self.extractor is not None
+
+    @property
+    def llm_calls(self) -> int:
+        """LLM calls attempted on the structural path (always 0: the function refuses)."""
+        return self.store.llm_calls
+
+    @property
+    def model_id(self) -> str:
+        return self.store.embedder.model_id
+
+    def on_embedded(self, callback: Callable[[int], None] | None) -> None:
+        """Call ``callback(n)`` after each ``n`` texts embedded (progress displays)."""
+        self.store.progress = callback
+
+    def counts(self) -> dict[str, int]:
+        """entities, relations, chunks (and documents) the store holds, from the ledger."""
+        return self.store.ledger.counts()
+
+    def cost_ledger(self) -> CostLedger:
+        return CostLedger(self.store.ledger.database)
+
+    async def update(self, paths: set[str]) -> tuple[Delta, BatchReport]:
+        """Re-read ``paths`` into the graph and write what changed: one batch."""
+        delta = self.vg.update(paths)
+        return delta, await self.sink.apply(delta)
+
+    async def reconcile(self) -> BatchReport:
+        """Compare every key with the ledger and write the difference (after a failure)."""
+        return await self.sink.reconcile_all()
+
+    def search(self, text: str, k: int, folder: str | None, tag: str | None) -> list[Hit]:
+        return self.sink.search.search(text, k, folder, tag)
+
+    def names_in(self, question: str) -> list[tuple[str, str]]:
+        """(name, note path) of each title, alias or tag that the question mentions."""
+        return self.sink.search.names_in(question)
+
+    def entity_name(self, node: str) -> str:
+        return self.sink.mapper.name(node)
+
+    def chunks(self, path: str) -> list[Chunk]:
+        """The chunks of a note as they are stored (empty for a note not in the graph)."""
+        return self.sink.mapper.chunks(path) if path in self.vg.notes else []
+
+    def count_tokens(self, text: str) -> int:
+        return self.store.count_tokens(text)
+
+    async def aquery_data(self, question: str, param: Any) -> dict[str, Any]:
+        """LightRAG's retrieval on this store (no LLM: keywords come in ``param``)."""
+        result: dict[str, Any] = await self.store.rag.aquery_data(question, param)
+        return result
+
+    async def chunk_rows(self, ids: Iterable[str]) -> list[dict[str, Any] | None]:
+        rows: list[dict[str, Any] | None] = await self.store.rag.text_chunks.get_by_ids(list(ids))
+        return rows
+
+    def next_extraction_retry(self) -> float | None:
+        return self.extractor.next_retry() if self.extractor else None
+
+    async def run_extraction(self, jobs: list[Job]) -> set[str]:
+        """The LLM calls for ``jobs`` (outside any batch); the hashes that came back."""
+        return await self.extractor.run(jobs) if self.extractor else set()
+
+    async def write_extracted(self, hashes: set[str]) -> BatchReport:
+        """Write what extraction brought for ``hashes``: one batch."""
+        return await self.sink.apply_extracted(hashes)
 
     async def sync(self) -> dict[str, Any]:
         """Full reconcile: first run indexes everything, later runs only what changed."""

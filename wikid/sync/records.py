@@ -19,7 +19,6 @@ Choices (ARCHITECTURE.md repeats them):
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 from collections.abc import Iterable
 from typing import Any
@@ -29,22 +28,10 @@ from lightrag.utils import normalize_entity_name
 from wikid.core.chunk import Chunk, chunk_for_line
 from wikid.core.graph import GHOST, TAG, VaultGraph
 from wikid.core.note import Note
+from wikid.store.ids import SEP
 
-SEP = "<SEP>"  # lightrag.constants.GRAPH_FIELD_SEP
 DESCRIPTION_MAX = 600
 Record = dict[str, Any]
-
-
-def doc_id(path: str) -> str:
-    return "doc-" + hashlib.md5(path.encode()).hexdigest()
-
-
-def entity_vdb_id(name: str) -> str:
-    return "ent-" + hashlib.md5(name.encode()).hexdigest()
-
-
-def relation_vdb_id(src: str, tgt: str) -> str:
-    return "rel-" + hashlib.md5((src + tgt).encode()).hexdigest()
 
 
 def relation_key(a: str, b: str) -> str:

@@ -22,11 +22,12 @@ from typing import Any
 from wikid.core.chunk import Chunk, approx_tokens, chunk_note
 from wikid.core.delta import Delta
 from wikid.core.graph import VaultGraph
+from wikid.store.ids import doc_id, text_hash
 from wikid.store.ledger import Ops, mirror_form
-from wikid.store.rag import Store, text_hash
+from wikid.store.rag import Store
 from wikid.sync.extract import Job
 from wikid.sync.implicit import IMPLICIT, ImplicitIndex, fold, node_of
-from wikid.sync.records import Mapper, doc_id, pair
+from wikid.sync.records import Mapper, pair
 from wikid.sync.salience import score
 from wikid.sync.search import SearchIndex
 
