@@ -7,7 +7,6 @@ store or sync layer inside its function; importing this module costs nothing.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -34,6 +33,8 @@ def index(
     ignore: tuple[str, ...],
 ) -> None:
     """Sync the vault into its LightRAG store: full the first time, incremental after."""
+    import asyncio
+
     from wikid.core.vault import VaultOptions
     from wikid.sync.index import Index
 
@@ -104,6 +105,8 @@ def index(
 )
 def export(workdir: Path, workspace: str | None, fmt: str, output: Path | None) -> None:
     """Write the store's entities, relations and chunk ids, sorted and deterministic."""
+    import asyncio
+
     from wikid.store.export import dumps, export_workdir, to_graphml
 
     data = asyncio.run(export_workdir(workdir, workspace))

@@ -1,8 +1,10 @@
 """What one batch changed in the wikilink graph.
 
-Why a plain value: the delta is the only thing that flows from the graph to
-the sink, so the sink never reads the graph's internals and can be tested
-(and replayed after a crash) from deltas alone.
+Why a plain value: it names exactly the nodes, edges and notes that one
+``VaultGraph.update`` touched, so the sink re-derives the records of those keys
+only (reading their current state from the graph), and a test can replay the
+deltas on an old graph to check they give the new one (invariant 1). A crash is
+not recovered by replaying deltas: the ledger's ``pending`` keys do that.
 """
 
 from __future__ import annotations

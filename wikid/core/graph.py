@@ -64,12 +64,27 @@ class VaultGraph:
         self._deps: dict[str, set[str]] = {}  # key -> notes whose links depend on it
         self._note_keys: dict[str, set[str]] = {}
         self._created: set[str] = set()  # ghost/tag nodes created during one update()
+        self.reads = 0  # notes read from disk (a restart from the parse cache reads few)
 
     @classmethod
     def load(cls, root: Path | str, options: VaultOptions | None = None) -> VaultGraph:
         """A from-scratch build: the reference every incremental state must equal."""
         vg = cls(root, options)
         vg.update(walk(vg.root, vg.filter, errors=vg.walk_errors))
+        return vg
+
+    @classmethod
+    def from_notes(
+        cls,
+        root: Path | str,
+        options: VaultOptions | None,
+        notes: dict[str, Note],
+        attachments: Iterable[str],
+    ) -> VaultGraph:
+        """The graph of notes parsed before (a restart's parse cache), reading no file:
+        equal to ``load()`` of a vault holding exactly these notes and attachments."""
+        vg = cls(root, options)
+        vg._change(dict(notes), dict.fromkeys(attachments, True))
         return vg
 
     @property
@@ -89,6 +104,7 @@ class VaultGraph:
         for f in sorted(self._expand(paths)):
             if is_note(f):
                 note = read_note(self.root, f, self.options)
+                self.reads += 1
                 old = self.notes.get(f)
                 if (note is None and old is None) or (
                     note is not None and old is not None and note.digest == old.digest
@@ -99,6 +115,10 @@ class VaultGraph:
                 exists = file_exists(self.root, f)
                 if exists != (f in self.attachments):
                     attach_new[f] = exists
+        return self._change(notes_new, attach_new)
+
+    def _change(self, notes_new: dict[str, Note | None], attach_new: dict[str, bool]) -> Delta:
+        """Apply new versions of notes (None: gone) and attachments; what changed."""
         if not notes_new and not attach_new:
             return Delta()
         affected = self._affected(notes_new, attach_new)

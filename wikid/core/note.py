@@ -53,6 +53,9 @@ class Note:
     ignored_links: int = 0
     error: str | None = None  # why part of the note could not be read
     rejected: bool = False  # True when nothing of the body could be read
+    # (mtime_ns, size) taken before the read, or None when the file was too fresh to
+    # trust (its mtime within RACY_NS of the read): what lets a restart skip the file.
+    stat: tuple[int, int] | None = None
 
 
 def stem(path: str) -> str:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pathspec
@@ -109,8 +110,44 @@ def walk(
                 yield rel
 
 
+Snapshot = dict[str, tuple[int, int]]  # path -> (mtime_ns, size)
+
+
+def snapshot(root: Path, filt: VaultFilter, errors: dict[str, str] | None = None) -> Snapshot:
+    """(mtime_ns, size) of every vault file: the cheap basis of reconciliation and of
+    a restart that re-reads only what changed."""
+    out: Snapshot = {}
+    for rel in walk(root, filt, errors=errors):
+        try:
+            st = os.stat(root / rel)
+        except OSError:
+            continue
+        out[rel] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def changed(before: Snapshot, after: Snapshot) -> set[str]:
+    return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+
+
+RACY_NS = 2_000_000_000  # a file modified this recently may change again within one mtime tick
+
+
 def read_note(root: Path, rel: str, options: VaultOptions) -> Note | None:
-    """Read and parse one note; None if it is not (or no longer) a file."""
+    """Read and parse one note; None if it is not (or no longer) a file. The note
+    carries the stat taken before the read, so that a later (mtime, size) equal to it
+    means "unchanged since this read" (see ``Note.stat``)."""
+    try:
+        st = os.stat(root / rel)  # before the read: a change during it shows at the next stat
+    except OSError:
+        st = None
+    note = _read_note(root, rel, options)
+    if note is None or st is None or time.time_ns() - st.st_mtime_ns < RACY_NS:
+        return note
+    return replace(note, stat=(st.st_mtime_ns, st.st_size))
+
+
+def _read_note(root: Path, rel: str, options: VaultOptions) -> Note | None:
     path = root / rel
     try:
         st = path.stat()

@@ -24,11 +24,11 @@ import structlog
 
 from wikid.ask.answer import answer
 from wikid.config import VaultConfig, load
-from wikid.core.vault import VaultOptions
+from wikid.core.vault import VaultOptions, changed, snapshot
 from wikid.server import api, protocol
 from wikid.server.notify import notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
-from wikid.server.watcher import Watcher, changed, snapshot
+from wikid.server.watcher import Watcher
 from wikid.store.llm import LLMError
 from wikid.sync.index import Index
 

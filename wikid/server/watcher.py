@@ -23,9 +23,7 @@ from pathlib import Path
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from wikid.core.vault import VaultFilter, walk
-
-Snapshot = dict[str, tuple[int, int]]
+from wikid.core.vault import VaultFilter
 
 
 class Watcher(FileSystemEventHandler):
@@ -128,19 +126,3 @@ class Watcher(FileSystemEventHandler):
                 self._wake.clear()
             if paths or rescan:
                 return paths, rescan
-
-
-def snapshot(root: Path, filt: VaultFilter) -> Snapshot:
-    """(mtime_ns, size) of every vault file: the cheap basis of reconciliation."""
-    out: Snapshot = {}
-    for rel in walk(root, filt):
-        try:
-            st = os.stat(root / rel)
-        except OSError:
-            continue
-        out[rel] = (st.st_mtime_ns, st.st_size)
-    return out
-
-
-def changed(before: Snapshot, after: Snapshot) -> set[str]:
-    return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}

@@ -48,7 +48,12 @@ CREATE TABLE IF NOT EXISTS docs (id TEXT PRIMARY KEY, path TEXT NOT NULL, record
 CREATE INDEX IF NOT EXISTS docs_path ON docs(path);
 CREATE TABLE IF NOT EXISTS vectors (hash TEXT PRIMARY KEY, vec BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS pending (kind TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (kind, key));
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, kind TEXT NOT NULL, note BLOB);
 """
+# The parse cache: what the graph the store was built from held for each file, so a
+# restart can rebuild that graph without reading unchanged files (``wikid.sync.restart``).
+# A row is ("note", encoded note) or ("attachment", None); None in a batch deletes it.
+FileRow = tuple[str, bytes | None] | None
 
 KINDS = ("entity", "relation", "chunk", "doc")
 
@@ -173,10 +178,25 @@ class Ledger:
 
     # commit
 
-    def commit(self, ops: Ops, notes: dict[str, tuple[str, str, list[str]] | None]) -> None:
-        """Make the mirror match a batch the store has durably applied; clear pending."""
+    def commit(
+        self,
+        ops: Ops,
+        notes: dict[str, tuple[str, str, list[str]] | None],
+        files: dict[str, FileRow] | None = None,
+        all_files: bool = False,
+    ) -> None:
+        """Make the mirror match a batch the store has durably applied; clear pending.
+        ``files`` updates the parse cache in the same transaction (``all_files``: they
+        are every file, and replace the whole cache)."""
         now = time.time()
         with self._tx():
+            if all_files:
+                self.db.execute("DELETE FROM files")
+            for path, frow in (files or {}).items():
+                if frow is None:
+                    self.db.execute("DELETE FROM files WHERE path=?", (path,))
+                else:
+                    self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", (path, *frow))
             for name, rec in ops.entity.items():
                 if rec is None:
                     self.db.execute("DELETE FROM entities WHERE name=?", (name,))
@@ -214,10 +234,23 @@ class Ledger:
                     )
             self.db.execute("DELETE FROM pending")
 
+    def files(self) -> dict[str, tuple[str, bytes | None]]:
+        """The parse cache: path -> (kind, encoded note or None)."""
+        return {p: (k, n) for p, k, n in self.db.execute("SELECT path, kind, note FROM files")}
+
     def wipe(self) -> None:
         """Forget everything about the store (after a change of embedding model)."""
         with self._tx():
-            for table in ("notes", "entities", "relations", "chunks", "docs", "vectors", "pending"):
+            for table in (
+                "notes",
+                "entities",
+                "relations",
+                "chunks",
+                "docs",
+                "vectors",
+                "pending",
+                "files",
+            ):
                 self.db.execute(f"DELETE FROM {table}")
 
     # vectors

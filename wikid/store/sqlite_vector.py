@@ -215,24 +215,3 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
                 "SELECT id FROM lr_vectors WHERE ns=?", (self.namespace,)
             ).fetchall()
         ]
-
-    async def put_vectors(self, rows: dict[str, tuple[np.ndarray, dict[str, Any], int]]) -> None:
-        """Write rows whose vectors are already known (``wikid migrate``: no re-embedding)."""
-        with self.db.transaction() as conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO lr_vectors VALUES (?, ?, ?, ?, ?)",
-                (
-                    (
-                        self.namespace,
-                        k,
-                        v.astype(np.float32).tobytes(),
-                        json.dumps(d, ensure_ascii=False),
-                        t,
-                    )
-                    for k, (v, d, t) in rows.items()
-                ),
-            )
-        ids = list(rows)
-        if ids:
-            self._index.put(ids, np.stack([rows[k][0] for k in ids]).astype(np.float32))
-        self._epoch = self.db.epoch()

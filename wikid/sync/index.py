@@ -28,6 +28,7 @@ from wikid.store.cost import CostLedger
 from wikid.store.embed import Embedder, default_embedder
 from wikid.store.migrate import migrate, needs_migration
 from wikid.store.rag import Store
+from wikid.sync import restart
 from wikid.sync.extract import ExtractionCache, Extractor, Job
 from wikid.sync.implicit import ImplicitIndex
 from wikid.sync.search import Hit
@@ -44,6 +45,10 @@ class Index:
     sink: Sink
     extractor: Extractor | None = None  # None: extraction is off
     skipped: int = 0  # chunks the salience filter kept from the LLM, last time it looked
+    # A restart from the parse cache: the paths the first sync updates the cached graph
+    # with (None: the first sync is a full reconcile), and why.
+    startup: set[str] | None = None
+    startup_reason: str = "full"
 
     @classmethod
     async def open(
@@ -78,12 +83,19 @@ class Index:
             postgres_url=postgres_url,
         )
         await store.open()
-        vg = VaultGraph.load(vault, options)
+        plan, reason = await asyncio.to_thread(
+            restart.plan, store.ledger, vault, options, extraction is not None
+        )
+        vg = plan.graph if plan else await asyncio.to_thread(VaultGraph.load, vault, options)
         extractor = None
         if extraction is not None:
             db = store.ledger.database
             extractor = Extractor(ExtractionCache(db), CostLedger(db), extraction)
-        return cls(vault, vg, store, _sink(vg, store, extractor), extractor)
+        index = cls(vault, vg, store, _sink(vg, store, extractor), extractor)
+        if plan is not None:
+            index.startup = plan.changed
+        index.startup_reason = reason
+        return index
 
     def with_graph(self, vg: VaultGraph) -> Index:
         """This index on graph ``vg``, with a fresh sink (its first reconcile rebuilds
@@ -222,7 +234,13 @@ class Index:
         """Full reconcile: first run indexes everything, later runs only what changed."""
         started = time.perf_counter()
         before = self.store.ledger.digests()
-        report: BatchReport = await self.sink.reconcile_all()
+        report: BatchReport
+        if self.startup is not None:  # the graph is the store's: bring it up to date
+            self.sink.prime()
+            _, report = await self.update(self.startup)
+            self.startup = None
+        else:
+            report = await self.sink.reconcile_all()
         now = {p: n.digest for p, n in self.vg.notes.items()}
         counts = self.store.ledger.counts()
         return {
@@ -236,6 +254,8 @@ class Index:
             "embedded": report.embedded,
             "seconds": round(time.perf_counter() - started, 3),
             "llm_calls": self.store.llm_calls,
+            "read": self.vg.reads,
+            "start": self.startup_reason,
         }
 
     async def reload(self, options: VaultOptions | None = None) -> Index:

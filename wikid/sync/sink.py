@@ -23,8 +23,9 @@ from wikid.core.chunk import Chunk, approx_tokens, chunk_note
 from wikid.core.delta import Delta
 from wikid.core.graph import VaultGraph
 from wikid.store.ids import doc_id, text_hash
-from wikid.store.ledger import Ops, mirror_form
+from wikid.store.ledger import FileRow, Ops, mirror_form
 from wikid.store.rag import Store
+from wikid.sync import restart
 from wikid.sync.extract import Job
 from wikid.sync.implicit import IMPLICIT, ImplicitIndex, fold, node_of
 from wikid.sync.records import Mapper, pair
@@ -67,8 +68,7 @@ class Sink:
 
     async def reconcile_all(self) -> BatchReport:
         """Make the whole store equal a fresh build (start-up, ``wikid index``)."""
-        self.mapper.namer.update(self.vg, list(self.vg.g.nodes))
-        self.mapper.namer.refolded.clear()
+        self.prime()
         if self.implicit.enabled:
             gone = {p: None for p in self.implicit.by_note if p not in self.vg.notes}
             self.implicit.set_notes(gone | {p: self.mapper.chunks(p) for p in self.vg.notes})
@@ -93,6 +93,8 @@ class Sink:
         parts = max(1, -(-(len(nodes) + len(pairs)) // SLICE_KEYS))
         ns, ps, ts = sorted(nodes), sorted(pairs), sorted(notes | stale)
         total = BatchReport()
+        # The parse cache is trusted again only once every slice is in (restart.plan).
+        self.ledger.set_meta({restart.META_KEY: ""})
         for i in range(parts):
             part = await self._run(
                 set(ns[i::parts]),
@@ -100,13 +102,22 @@ class Sink:
                 {p for p in ts[i::parts] if p in notes},
                 force=self.ledger.pending() if i == 0 else {},
                 searched={p for p in ts[i::parts] if p in stale},
+                files=restart.all_file_rows(self.vg) if i == 0 else None,
+                all_files=i == 0,
             )
             for kind, n in part.writes.items():
                 total.writes[kind] = total.writes.get(kind, 0) + n
             total.embedded += part.embedded
             total.seconds += part.seconds
             total.llm_calls = part.llm_calls
+        self.ledger.set_meta({restart.META_KEY: restart.fingerprint(self.vg.options)})
         return total
+
+    def prime(self) -> None:
+        """Take the graph as the one the store was built from (a restart from the parse
+        cache): the in-memory naming state a full reconcile would set up, no writes."""
+        self.mapper.namer.update(self.vg, list(self.vg.g.nodes))
+        self.mapper.namer.refolded.clear()
 
     async def apply(self, delta: Delta) -> BatchReport:
         """Push one graph delta into the store as one batch."""
@@ -129,7 +140,8 @@ class Sink:
             else:
                 self.mapper.forget(path)
         self._implicit_keys(nodes, pairs, notes)
-        return await self._run(nodes, pairs, notes, force={}, searched=notes)
+        files = restart.file_rows(self.vg, touched | notes)
+        return await self._run(nodes, pairs, notes, force={}, searched=notes, files=files)
 
     async def apply_extracted(self, hashes: set[str]) -> BatchReport:
         """New extractions in the cache: write the implicit records they bring."""
@@ -225,6 +237,8 @@ class Sink:
         notes: set[str],
         force: dict[str, set[str]],
         searched: set[str],
+        files: dict[str, FileRow] | None = None,
+        all_files: bool = False,
     ) -> BatchReport:
         started = time.perf_counter()
         embedded_before = self.store.embedded
@@ -240,7 +254,7 @@ class Sink:
         with self.store.batch():  # store and ledger commit together where the backend can
             if ops:
                 await self.store.write(ops, datetime.now(UTC).isoformat())
-            self.ledger.commit(ops, note_rows)
+            self.ledger.commit(ops, note_rows, files, all_files)
             self.search.update({p: self.vg.notes.get(p) for p in sorted(searched)})
         return BatchReport(
             writes=ops.counts(),

@@ -1,0 +1,112 @@
+"""A restart whose work is proportional to what changed while wikid was away.
+
+Why: a full reconcile re-parses and re-chunks every note and compares every
+record with the ledger, minutes on a 13k-note vault, at every login. Instead,
+each batch also commits, in the same transaction as the mirror, what parsing
+produced for each file it touched (the parse cache: the ``Note``, with the
+``(mtime_ns, size)`` it was read at). A restart then rebuilds the graph the
+store was built from out of that cache, reading no file; stats the vault;
+and runs one ordinary incremental update over the files whose stat differs,
+which appeared or which vanished. The sink applies that delta like any other
+batch, so the store equals a fresh build for the same reason it does after
+an edit (invariant 6).
+
+When the cache cannot be trusted, the start is a full reconcile, as before:
+no cache yet, other vault options or another cache format (``fingerprint``),
+a batch left unfinished (``pending``), a cache that disagrees with the
+ledger's notes, or extraction on (its index needs every note's chunks).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from wikid.core.graph import GHOST, TAG, VaultGraph
+from wikid.core.note import Note
+from wikid.core.vault import VaultOptions, is_note, snapshot
+from wikid.store.ledger import FileRow, Ledger
+
+FORMAT = 1  # bump when what a cached row means changes
+META_KEY = "parse_cache"
+
+
+def fingerprint(options: VaultOptions) -> str:
+    """What the cached parses depend on besides the files: the cache format, the
+    shape of ``Note`` and the vault options (ignore globs, size limit, ...)."""
+    shape = ",".join(f.name for f in fields(Note))
+    text = f"{FORMAT}|{shape}|{options!r}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def encode(note: Note) -> bytes:
+    return pickle.dumps(note, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def file_rows(vg: VaultGraph, paths: set[str]) -> dict[str, FileRow]:
+    """Parse-cache rows for ``paths`` as the graph now holds them (None: not a file
+    of the graph any more). Ghost and tag node ids are not files."""
+    rows: dict[str, FileRow] = {}
+    for path in paths:
+        if path.startswith((GHOST, TAG)):
+            continue
+        if path in vg.notes:
+            rows[path] = ("note", encode(vg.notes[path]))
+        elif path in vg.attachments:
+            rows[path] = ("attachment", None)
+        else:
+            rows[path] = None
+    return rows
+
+
+def all_file_rows(vg: VaultGraph) -> dict[str, FileRow]:
+    return file_rows(vg, set(vg.notes) | vg.attachments)
+
+
+@dataclass
+class Restart:
+    """The graph the store was built from, and the paths to update it with."""
+
+    graph: VaultGraph
+    changed: set[str]
+
+
+def plan(
+    ledger: Ledger, root: Path, options: VaultOptions | None, extracting: bool
+) -> tuple[Restart | None, str]:
+    """A restart from the parse cache, or None and the reason a full reconcile runs."""
+    options = options or VaultOptions()
+    if extracting:
+        return None, "extraction is on"
+    if ledger.meta(META_KEY) != fingerprint(options):
+        return None, "no parse cache for these options"
+    if any(ledger.pending().values()):
+        return None, "a batch was left unfinished"
+    notes: dict[str, Note] = {}
+    attachments: set[str] = set()
+    try:
+        for path, (kind, blob) in ledger.files().items():
+            if kind == "note" and blob is not None:
+                note = pickle.loads(blob)
+                if not isinstance(note, Note):
+                    return None, "the parse cache holds something else"
+                notes[path] = note
+            else:
+                attachments.add(path)
+    except (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError):
+        return None, "the parse cache cannot be read"
+    if {p: n.digest for p, n in notes.items()} != ledger.digests():
+        return None, "the parse cache disagrees with the ledger"
+    graph = VaultGraph.from_notes(root, options, notes, attachments)
+    now = snapshot(graph.root, graph.filter, errors=graph.walk_errors)
+    changed = {p for p in notes.keys() | attachments if p not in now}
+    for path, stat in now.items():
+        if is_note(path):
+            cached = notes.get(path)
+            if cached is None or cached.stat is None or cached.stat != stat:
+                changed.add(path)
+        elif path not in attachments:
+            changed.add(path)
+    return Restart(graph, changed), "parse cache"
