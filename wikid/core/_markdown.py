@@ -19,6 +19,7 @@ import re
 import unicodedata
 import urllib.parse
 from dataclasses import dataclass, field
+from typing import Any
 
 _FENCE = re.compile(r"(`{3,}|~{3,})(.*)")
 _LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+")
@@ -49,6 +50,10 @@ class RawLink:
     section: tuple[str, ...]  # heading path of the section the link sits in
     context: str  # the sentence or list item around it, rendered as prose
     markdown: bool = False  # written as [text](dest) rather than [[...]]
+
+    def __reduce__(self) -> tuple[type[RawLink], tuple[Any, ...]]:
+        # By value: the default protocol of a slotted dataclass is slow (parse cache).
+        return (RawLink, tuple(getattr(self, name) for name in RawLink.__slots__))
 
 
 @dataclass(slots=True)

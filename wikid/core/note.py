@@ -57,6 +57,10 @@ class Note:
     # trust (its mtime within RACY_NS of the read): what lets a restart skip the file.
     stat: tuple[int, int] | None = None
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:  # ("type" is a field here)
+        # By value through __init__, for the parse cache (see RawLink.__reduce__).
+        return (Note, tuple(getattr(self, name) for name in Note.__slots__))
+
 
 def stem(path: str) -> str:
     name = path.rsplit("/", 1)[-1]

@@ -6,6 +6,12 @@ trick (atomic save through a temp file and a rename, swap files, case-only
 renames, a whole folder moved) the same simple case, and a lost or
 misordered event is harmless as long as the path is named once.
 
+The quiet window adapts: a lone save (its events, an atomic save's temp file
+and rename included, all within ``QUICK_S``) is taken after ``QUICK_S`` of
+quiet, so it shows in tens of milliseconds; a burst that goes on longer (a git
+checkout, a sync tool) waits for the full ``debounce`` window and coalesces
+into one batch.
+
 Nothing is ever missed: a stat-based reconciliation scan runs every
 ``reconcile_interval`` seconds, and if the pending set outgrows its bound
 (an event storm, or the OS queue overflowing) it is dropped and replaced by
@@ -24,6 +30,15 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from wikid.core.vault import VaultFilter
+
+QUICK_S = 0.04  # quiet that ends a lone save's burst
+
+
+def quiet_needed(first: float, last: float, window: float) -> float:
+    """How long the queue must stay quiet before it is taken: a burst that spans
+    less than ``QUICK_S`` is one save; a longer one waits for the whole window."""
+    quick = min(QUICK_S, window)
+    return quick if last - first < quick else window
 
 
 class Watcher(FileSystemEventHandler):
@@ -117,9 +132,11 @@ class Watcher(FileSystemEventHandler):
             while True:
                 with self._lock:
                     quiet = time.monotonic() - self._last_event
-                if quiet >= self.debounce:
+                    first = self._first_event or self._last_event
+                    needed = quiet_needed(first, self._last_event, self.debounce)
+                if quiet >= needed:
                     break
-                await asyncio.sleep(self.debounce - quiet)
+                await asyncio.sleep(needed - quiet)
             with self._lock:
                 paths, rescan = self._pending, self._rescan
                 self._pending, self._rescan, self._first_event = set(), False, None
