@@ -79,7 +79,9 @@ async def one(n: int, edits: int) -> list[tuple[str, dict[str, Any]]]:
 
 def main(sizes: list[int], edits: int) -> None:
     print(f"parse cache format {restart.FORMAT}; hash embedder; 2 cores")
-    print(f"| {'notes':>6} | {'start':<36} | {'seconds':>8} | {'notes read':>10} | {'changed':>8} |")
+    print(
+        f"| {'notes':>6} | {'start':<36} | {'seconds':>8} | {'notes read':>10} | {'changed':>8} |"
+    )
     print(f"|{'-' * 8}|{'-' * 38}|{'-' * 10}|{'-' * 12}|{'-' * 10}|")
     for n in sizes:
         for name, r in asyncio.run(one(n, edits)):

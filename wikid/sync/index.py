@@ -231,7 +231,8 @@ class Index:
         return await self.sink.apply_extracted(hashes)
 
     async def sync(self) -> dict[str, Any]:
-        """Full reconcile: first run indexes everything, later runs only what changed."""
+        """The first sync: from the parse cache, one update with the files that changed
+        since the last run; else a full reconcile (first run, or a cache not trusted)."""
         started = time.perf_counter()
         before = self.store.ledger.digests()
         report: BatchReport
