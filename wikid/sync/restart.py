@@ -33,11 +33,12 @@ FORMAT = 1  # bump when what a cached row means changes
 META_KEY = "parse_cache"
 
 
-def fingerprint(options: VaultOptions) -> str:
-    """What the cached parses depend on besides the files: the cache format, the
-    shape of ``Note`` and the vault options (ignore globs, size limit, ...)."""
+def fingerprint(options: VaultOptions, extracting: bool) -> str:
+    """What the cached state depends on besides the files: the cache format, the
+    shape of ``Note``, the vault options (ignore globs, size limit, ...) and whether
+    the store holds extracted items (a start with extraction off must remove them)."""
     shape = ",".join(f.name for f in fields(Note))
-    text = f"{FORMAT}|{shape}|{options!r}"
+    text = f"{FORMAT}|{shape}|{options!r}|{extracting}"
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -80,7 +81,7 @@ def plan(
     options = options or VaultOptions()
     if extracting:
         return None, "extraction is on"
-    if ledger.meta(META_KEY) != fingerprint(options):
+    if ledger.meta(META_KEY) != fingerprint(options, extracting=False):
         return None, "no parse cache for these options"
     if any(ledger.pending().values()):
         return None, "a batch was left unfinished"

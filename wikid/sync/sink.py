@@ -110,7 +110,8 @@ class Sink:
             total.embedded += part.embedded
             total.seconds += part.seconds
             total.llm_calls = part.llm_calls
-        self.ledger.set_meta({restart.META_KEY: restart.fingerprint(self.vg.options)})
+        fp = restart.fingerprint(self.vg.options, self.implicit.enabled)
+        self.ledger.set_meta({restart.META_KEY: fp})
         return total
 
     def prime(self) -> None:
