@@ -80,6 +80,8 @@ class VaultConfig:
     max_queue: int = 100_000
     max_note_bytes: int = 10 * 1024 * 1024
     ignore: tuple[str, ...] = ()
+    # Folders outside the vault that symlinks in the vault may lead into (else never read).
+    allow_outside: tuple[str, ...] = ()
     log_level: str = "info"
     query_mode: str = "mix"
     query_budget: int = 3000

@@ -34,12 +34,10 @@ def graph(
 ) -> None:
     """Build the wikilink graph of a vault and print it."""
     from wikid.core.graph import VaultGraph, to_json
-    from wikid.core.vault import VaultOptions
+    from wikid.core.vault import vault_options
 
     cfg = load(vault, config_path, socket_path, ignore=ignore or None)
-    vg = VaultGraph.load(
-        cfg.path, VaultOptions(ignore=cfg.ignore, max_note_bytes=cfg.max_note_bytes)
-    )
+    vg = VaultGraph.load(cfg.path, vault_options(cfg))
     if as_json:
         json.dump(to_json(vg.g), sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")

@@ -35,7 +35,7 @@ def index(
     """Sync the vault into its LightRAG store: full the first time, incremental after."""
     import asyncio
 
-    from wikid.core.vault import VaultOptions
+    from wikid.core.vault import vault_options
     from wikid.sync.index import Index
 
     cfg = load(vault, config_path, socket_path, workdir=workdir, ignore=ignore or None)
@@ -45,7 +45,7 @@ def index(
             cfg.path,
             cfg.workdir,
             backend=cfg.store,
-            options=VaultOptions(ignore=cfg.ignore, max_note_bytes=cfg.max_note_bytes),
+            options=vault_options(cfg),
             extraction=cfg.extraction(),
             postgres_url=cfg.postgres_url,
         )

@@ -46,15 +46,14 @@ def approx_tokens(text: str) -> int:
     return max(1, int(len(text.split()) * 1.35))
 
 
-def _chunk_id(path: str, content: str, taken: set[str]) -> str:
+def _chunk_id(path: str, content: str, copies: dict[str, int]) -> str:
+    """The k-th copy of the same text in one note is salted with k, counted per text:
+    a note of n identical paragraphs costs n hashes, not n²/2."""
     base = hashlib.md5(f"{path}\n{content}".encode()).hexdigest()
-    cid, n = f"chunk-{base}", 1
-    while cid in taken:  # the same text twice in one note
-        n += 1
-        salted = f"{path}\n{n}\n{content}"
-        cid = "chunk-" + hashlib.md5(salted.encode()).hexdigest()
-    taken.add(cid)
-    return cid
+    n = copies[base] = copies.get(base, 0) + 1
+    if n == 1:
+        return f"chunk-{base}"
+    return "chunk-" + hashlib.md5(f"{path}\n{n}\n{content}".encode()).hexdigest()
 
 
 def _sections(note: Note) -> list[tuple[tuple[str, ...], list[tuple[int, str]]]]:
@@ -123,7 +122,7 @@ def chunk_note(
 ) -> list[Chunk]:
     """Chunks of a note; always at least one, so every record has a source."""
     chunks: list[Chunk] = []
-    taken: set[str] = set()
+    copies: dict[str, int] = {}
 
     def emit(heading: tuple[str, ...], start: int, end: int, text: str) -> None:
         path = (
@@ -133,7 +132,7 @@ def chunk_note(
         content = f"{prefix}\n\n{text}".strip()
         chunks.append(
             Chunk(
-                _chunk_id(note.path, content, taken),
+                _chunk_id(note.path, content, copies),
                 note.path,
                 len(chunks),
                 content,

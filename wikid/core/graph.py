@@ -103,7 +103,7 @@ class VaultGraph:
         attach_new: dict[str, bool] = {}
         for f in sorted(self._expand(paths)):
             if is_note(f):
-                note = read_note(self.root, f, self.options)
+                note = read_note(self.root, f, self.options, self.filter)
                 self.reads += 1
                 old = self.notes.get(f)
                 if (note is None and old is None) or (

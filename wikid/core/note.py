@@ -27,6 +27,11 @@ _RESERVED = frozenset(
 )
 
 
+MAX_KEYS = 1000  # frontmatter properties read per note
+MAX_VALUES = 20_000  # values (scalars and containers) in all of a note's properties
+MAX_DEPTH = 32  # nesting of a property value
+
+
 def digest(data: bytes) -> str:
     """Content hash used to make a re-save without change a no-op."""
     return xxhash.xxh3_128_hexdigest(data)
@@ -120,10 +125,35 @@ def _load_yaml(fm_text: str) -> tuple[dict[str, Any], str | None]:
         meta = frontmatter.loads(f"---\n{fm_text}\n---\n").metadata
     except Exception as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return _scan_properties(fm_text), f"invalid frontmatter YAML ({reason}); read line by line"
+        props, cut = _capped(_scan_properties(fm_text))
+        return props, f"invalid frontmatter YAML ({reason}); read line by line" + cut
     if not isinstance(meta, dict):
         return {}, "frontmatter is not a mapping; ignored"
-    return {str(k): _json_safe(v) for k, v in meta.items()}, None
+    meta, cut = _capped(meta)
+    budget = [MAX_VALUES]
+    try:
+        props = {str(k): _json_safe(v, budget, 0) for k, v in meta.items()}
+    except _OverBudget:
+        # YAML aliases can make a few hundred bytes stand for billions of values (the
+        # loader shares them; a copy would not): refuse, and read the lines instead.
+        props, cut = _capped(_scan_properties(fm_text))
+        return props, (
+            f"frontmatter expands to over {MAX_VALUES} values or {MAX_DEPTH} levels "
+            "(YAML aliases?); read line by line" + cut
+        )
+    return props, (cut.removeprefix("; ") or None)
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def _capped(props: dict[Any, Any]) -> tuple[dict[Any, Any], str]:
+    """At most MAX_KEYS properties, and the reason when there were more."""
+    if len(props) <= MAX_KEYS:
+        return props, ""
+    kept = dict(list(props.items())[:MAX_KEYS])
+    return kept, f"; {len(props)} frontmatter keys, only the first {MAX_KEYS} read"
 
 
 def _scan_properties(fm_text: str) -> dict[str, Any]:
@@ -153,11 +183,15 @@ def _unquote(value: str) -> str:
     return value
 
 
-def _json_safe(value: Any) -> Any:
+def _json_safe(value: Any, budget: list[int], depth: int) -> Any:
+    """A JSON-safe copy, within a budget of values and a depth (``_OverBudget``)."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise _OverBudget
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): _json_safe(v, budget, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple | set):
-        return [_json_safe(v) for v in value]
+        return [_json_safe(v, budget, depth + 1) for v in value]
     if isinstance(value, _dt.date | _dt.datetime | _dt.time):
         return value.isoformat()
     if value is None or isinstance(value, bool | int | float | str):
@@ -190,12 +224,16 @@ def _dedupe(items: list[str]) -> tuple[str, ...]:
 
 
 def _property_links(props: dict[str, Any], fm_text: str) -> list[RawLink]:
-    lines = fm_text.split("\n")
+    first_line: dict[str, int] = {}  # key -> file line of its first "key:" line, in one pass
+    for i, ln in enumerate(fm_text.split("\n")):
+        key, colon, _ = ln.partition(":")
+        if colon:
+            first_line.setdefault(key, i + 2)
     links = []
     for key, value in props.items():
         if key in ("aliases", "alias", "tags", "tag"):
             continue
-        line = next((i + 2 for i, ln in enumerate(lines) if ln.startswith(f"{key}:")), 1)
+        line = first_line.get(key, 1)
         for target_text in _link_texts(value):
             inner = target_text.replace("\\|", "|")
             target_part, bar, display = inner.partition("|")

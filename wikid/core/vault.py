@@ -6,14 +6,20 @@ the full scan, the watcher and the reconciliation scan, or a file would be
 indexed by one and forgotten by another. Reads here never raise: a file that
 vanished is ``None``; one that cannot be read becomes a rejected note.
 
-This module never writes anything: the vault belongs to the user.
+This module never writes anything: the vault belongs to the user. It never
+reads outside it either: a symlink whose real target lies outside the vault
+(and outside the folders the user allowed, ``allow_outside``) is opened, found
+to lead out, and closed unread (checked on the open file descriptor, so a link
+swapped between a check and the open cannot escape); it is reported.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +27,7 @@ from pathlib import Path
 
 import pathspec
 
+from wikid.config import VaultConfig
 from wikid.core.note import Note, parse_note, rejected_note
 
 DEFAULT_MAX_NOTE_BYTES = 10 * 1024 * 1024
@@ -37,6 +44,30 @@ class VaultOptions:
     max_note_bytes: int = DEFAULT_MAX_NOTE_BYTES
     legacy_alias: bool = True  # read the deprecated singular ``alias`` key as aliases
     use_app_json: bool = True  # honour .obsidian/app.json userIgnoreFilters
+    allow_outside: Sequence[str] = ()  # folders outside the vault that symlinks may lead into
+
+
+def vault_options(cfg: VaultConfig) -> VaultOptions:
+    """What the configuration says about reading the vault."""
+    outside = tuple(str(Path(a).expanduser()) for a in cfg.allow_outside)
+    return VaultOptions(
+        ignore=cfg.ignore, max_note_bytes=cfg.max_note_bytes, allow_outside=outside
+    )
+
+
+OUTSIDE = "symlink leads outside the vault"
+DANGLING = "dangling symlink: its target does not exist"
+NOT_UTF8 = "file name is not valid UTF-8: left out (rename it to index it)"
+
+
+def undecodable(rel: str) -> bool:
+    """A name ``os.fsdecode`` could only carry with surrogate escapes: its bytes are not
+    UTF-8. Such a path cannot be stored (SQLite, JSON) as it is, so it is left out."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def is_note(path: str) -> bool:
@@ -63,8 +94,17 @@ class VaultFilter:
                 else:  # Obsidian's plain entries are path prefixes
                     patterns.append("/" + entry.lstrip("/") + ("" if entry.endswith("/") else "*"))
         self._spec = pathspec.PathSpec.from_lines("gitignore", patterns)
+        vault = os.path.realpath(self.root)
+        self.vault_real = vault
+        self.allowed = (vault, *(os.path.realpath(a) for a in self.options.allow_outside))
+
+    def admits(self, real: str) -> bool:
+        """Is this real path inside the vault or a folder the user allowed?"""
+        return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in self.allowed)
 
     def ignored(self, rel: str) -> bool:
+        if undecodable(rel):
+            return True
         parts = rel.split("/")
         if any(p.startswith(".") for p in parts) or any(not p for p in parts):
             return True
@@ -87,27 +127,62 @@ def walk(
 ) -> Iterator[str]:
     """Vault-relative POSIX paths of every file below ``under``, sorted per folder.
 
-    Symlinked folders are not followed, so a symlink loop cannot hang the scan.
+    A symlinked folder is followed only when it leads into a folder the user allowed
+    (``allow_outside``), once per real folder, so a symlink loop cannot hang the scan;
+    any other is reported in ``errors`` and skipped. Dangling symlinks are reported.
     """
-    start = root / under if under else root
+    seen: set[str] = set()
+
+    def report(rel: str, why: str) -> None:
+        if errors is not None:
+            errors[rel] = why
 
     def onerror(exc: OSError) -> None:
-        if errors is not None and exc.filename:
+        if exc.filename:
+            name = os.fsdecode(exc.filename)
             rel = (
-                Path(exc.filename).relative_to(root).as_posix()
-                if Path(exc.filename).is_relative_to(root)
-                else str(exc.filename)
+                Path(name).relative_to(root).as_posix() if Path(name).is_relative_to(root) else name
             )
-            errors[rel] = f"cannot list folder: {exc.strerror or exc}"
+            report(rel, f"cannot list folder: {exc.strerror or exc}")
 
-    for dirpath, dirnames, filenames in os.walk(start, onerror=onerror, followlinks=False):
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        prefix = "" if rel_dir == "." else rel_dir + "/"
-        dirnames[:] = sorted(d for d in dirnames if not filt.ignored(prefix + d))
-        for name in sorted(filenames):
-            rel = prefix + name
-            if not filt.ignored(rel):
+    def tree(start: Path, prefix: str) -> Iterator[str]:
+        for dirpath, dirnames, filenames in os.walk(start, onerror=onerror, followlinks=False):
+            rel_dir = Path(dirpath).relative_to(start).as_posix()
+            here = prefix + ("" if rel_dir == "." else rel_dir + "/")
+            keep = []
+            for d in sorted(dirnames):
+                if undecodable(here + d):
+                    report(_printable(here + d), NOT_UTF8)
+                    continue
+                if filt.ignored(here + d):
+                    continue
+                full = os.path.join(dirpath, d)
+                if not os.path.islink(full):
+                    keep.append(d)
+                    continue
+                real = os.path.realpath(full)
+                if real.startswith(filt.vault_real + os.sep) or real == filt.vault_real:
+                    report(here + d, "symlinked folder inside the vault: not followed")
+                elif not filt.admits(real):
+                    report(here + d, OUTSIDE + " (folder not followed)")
+                elif real not in seen:
+                    seen.add(real)
+                    yield from tree(Path(full), here + d + "/")
+            dirnames[:] = keep
+            for name in sorted(filenames):
+                rel = here + name
+                if undecodable(rel):
+                    report(_printable(rel), NOT_UTF8)
+                    continue
+                if filt.ignored(rel):
+                    continue
+                full = os.path.join(dirpath, name)
+                if os.path.islink(full) and not os.path.exists(full):
+                    report(rel, DANGLING)  # still yielded: read_note says the same of a note
                 yield rel
+
+    start = root / under if under else root
+    yield from tree(start, under.rstrip("/") + "/" if under else "")
 
 
 Snapshot = dict[str, tuple[int, int]]  # path -> (mtime_ns, size)
@@ -133,7 +208,9 @@ def changed(before: Snapshot, after: Snapshot) -> set[str]:
 RACY_NS = 2_000_000_000  # a file modified this recently may change again within one mtime tick
 
 
-def read_note(root: Path, rel: str, options: VaultOptions) -> Note | None:
+def read_note(
+    root: Path, rel: str, options: VaultOptions, filt: VaultFilter | None = None
+) -> Note | None:
     """Read and parse one note; None if it is not (or no longer) a file. The note
     carries the stat taken before the read, so that a later (mtime, size) equal to it
     means "unchanged since this read" (see ``Note.stat``)."""
@@ -141,46 +218,67 @@ def read_note(root: Path, rel: str, options: VaultOptions) -> Note | None:
         st = os.stat(root / rel)  # before the read: a change during it shows at the next stat
     except OSError:
         st = None
-    note = _read_note(root, rel, options)
+    note = _read_note(root, rel, options, filt)
     if note is None or st is None or time.time_ns() - st.st_mtime_ns < RACY_NS:
         return note
     return replace(note, stat=(st.st_mtime_ns, st.st_size))
 
 
-def _read_note(root: Path, rel: str, options: VaultOptions) -> Note | None:
+def _read_note(
+    root: Path, rel: str, options: VaultOptions, filt: VaultFilter | None
+) -> Note | None:
     path = root / rel
     try:
-        st = path.stat()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        return None
-    except OSError as exc:  # ELOOP, EACCES on a parent, ...
+        return rejected_note(rel, DANGLING) if os.path.islink(path) else None
+    except OSError as exc:  # ELOOP, EACCES, ...
+        if exc.errno in (errno.EMFILE, errno.ENFILE):
+            raise  # out of descriptors: the batch is retried, the note is not bad
         if os.path.lexists(path):
-            return rejected_note(rel, f"cannot stat: {exc.strerror or exc}")
+            return rejected_note(rel, f"cannot read: {exc.strerror or exc}")
         return None
-    if not os.path.isfile(path):
-        return None
-    if st.st_size > options.max_note_bytes:
-        return rejected_note(
-            rel,
-            f"too large: {st.st_size} bytes (limit {options.max_note_bytes})",
-            f"size:{st.st_size}:{st.st_mtime_ns}",
-        )
-    try:
-        with open(path, "rb") as fh:
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None if stat.S_ISDIR(st.st_mode) else rejected_note(rel, "not a regular file")
+        if not (filt or VaultFilter(root, options)).admits(_real_path(fd, path)):
+            return rejected_note(rel, OUTSIDE)
+        if st.st_size > options.max_note_bytes:
+            return rejected_note(
+                rel,
+                f"too large: {st.st_size} bytes (limit {options.max_note_bytes})",
+                f"size:{st.st_size}:{st.st_mtime_ns}",
+            )
+        try:
             data = fh.read(options.max_note_bytes + 1)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return rejected_note(rel, f"cannot read: {exc.strerror or exc}")
+        except OSError as exc:
+            return rejected_note(rel, f"cannot read: {exc.strerror or exc}")
     if len(data) > options.max_note_bytes:
         return rejected_note(rel, f"too large: over {options.max_note_bytes} bytes")
     return parse_note(rel, data, legacy_alias=options.legacy_alias)
 
 
-def file_exists(root: Path, rel: str) -> bool:
-    """True for a file (or a broken/looping symlink, which is still a file entry)."""
-    path = root / rel
+def _printable(rel: str) -> str:
+    """An undecodable name, reported with its bad bytes as \\xNN (lossless, storable)."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
+def _real_path(fd: int, path: Path) -> str:
+    """The real path of the file open on ``fd``: the kernel's own answer where there
+    is one (Linux), so no rename or link swap after the open can fool the check."""
     try:
-        return os.path.isfile(path) or (os.path.islink(path) and not os.path.isdir(path))
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = os.path.realpath(path)
+        st, now = os.fstat(fd), os.stat(real)
+        return real if (st.st_dev, st.st_ino) == (now.st_dev, now.st_ino) else "/"
+
+
+def file_exists(root: Path, rel: str) -> bool:
+    """True for a file (through a symlink too); a dangling or looping link is not one
+    (``walk`` reports it)."""
+    try:
+        return os.path.isfile(root / rel)
     except OSError:
         return False

@@ -24,7 +24,7 @@ import structlog
 
 from wikid.ask.answer import answer
 from wikid.config import VaultConfig, load
-from wikid.core.vault import VaultOptions, changed, snapshot
+from wikid.core.vault import VaultOptions, changed, snapshot, vault_options
 from wikid.server import api, protocol
 from wikid.server.notify import notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
@@ -75,7 +75,7 @@ class Daemon:
         self._tasks: list[asyncio.Task[Any]] = []
 
     def _options(self) -> VaultOptions:
-        return VaultOptions(ignore=self.cfg.ignore, max_note_bytes=self.cfg.max_note_bytes)
+        return vault_options(self.cfg)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -158,7 +158,7 @@ class Daemon:
         except Exception as exc:
             log.error("config reload failed", error=str(exc))
             return
-        rebuild = new.ignore != self.cfg.ignore or new.max_note_bytes != self.cfg.max_note_bytes
+        rebuild = vault_options(new) != vault_options(self.cfg)
         self.cfg = new
         self.watcher.debounce = new.debounce_ms / 1000
         self.watcher.max_queue = new.max_queue
