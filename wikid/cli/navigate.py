@@ -19,6 +19,9 @@ from wikid.cli._common import call, load, show, vault_option
 def _status_text(s: dict[str, Any]) -> str:
     lines = [
         f"vault       {s['vault']}",
+        f"state       {s.get('phase', '?')}; "
+        + ("ready" if s["ready"] else "not ready yet")
+        + ("; applying a batch" if s["busy"] else ""),
         f"notes       {s['notes']}  entities {s['entities']}  relations {s['relations']}  chunks {s['chunks']}",
         f"queue       {s['queue']} paths, lag {s['lag_seconds']} s, {s['batches']} batches",
         f"store       {s['store']['backend']} at {s['store']['workdir']}"

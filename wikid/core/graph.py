@@ -30,6 +30,7 @@ from wikid.core.vault import VaultFilter, VaultOptions, file_exists, is_note, re
 
 GHOST = "ghost:"
 TAG = "tag:"
+Changes = tuple[dict[str, Note | None], dict[str, bool]]  # what ``read`` found
 
 
 def _note_attrs(note: Note) -> Attrs:
@@ -84,7 +85,7 @@ class VaultGraph:
         """The graph of notes parsed before (a restart's parse cache), reading no file:
         equal to ``load()`` of a vault holding exactly these notes and attachments."""
         vg = cls(root, options)
-        vg._change(dict(notes), dict.fromkeys(attachments, True))
+        vg.apply((dict(notes), dict.fromkeys(attachments, True)))
         return vg
 
     @property
@@ -99,6 +100,11 @@ class VaultGraph:
     def update(self, paths: Iterable[str]) -> Delta:
         """Bring the graph in line with the files at ``paths`` (files or folders,
         created, modified, deleted, or either end of a move) and return what changed."""
+        return self.apply(self.read(paths))
+
+    def read(self, paths: Iterable[str]) -> Changes:
+        """Read and parse what changed at ``paths``, changing nothing: the slow half of
+        ``update``, safe to run in a worker thread while the graph is only read."""
         notes_new: dict[str, Note | None] = {}
         attach_new: dict[str, bool] = {}
         for f in sorted(self._expand(paths)):
@@ -115,10 +121,12 @@ class VaultGraph:
                 exists = file_exists(self.root, f)
                 if exists != (f in self.attachments):
                     attach_new[f] = exists
-        return self._change(notes_new, attach_new)
+        return notes_new, attach_new
 
-    def _change(self, notes_new: dict[str, Note | None], attach_new: dict[str, bool]) -> Delta:
-        """Apply new versions of notes (None: gone) and attachments; what changed."""
+    def apply(self, changes: Changes) -> Delta:
+        """Apply what ``read`` found: new versions of notes (None: gone) and attachments
+        (False: gone); returns what changed."""
+        notes_new, attach_new = changes
         if not notes_new and not attach_new:
             return Delta()
         affected = self._affected(notes_new, attach_new)

@@ -38,6 +38,7 @@ NO_LLM = (
     "and WIKID_LLM_MODEL (and WIKID_LLM_API_KEY if the endpoint needs one), or llm_base_url "
     "and llm_model in the config; llm_kind is openai (any OpenAI-compatible server) or ollama"
 )
+NO_COST = {"by_phase": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None}
 EXTRACT_SLICE = 64  # extraction calls per written batch on a cold start
 QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"
 OPS = (
@@ -69,13 +70,34 @@ class Daemon:
         self.busy = False  # a batch is being applied
         self._batch_lock = asyncio.Lock()
         self._extract_wake = asyncio.Event()  # set after each batch: new chunks may need the LLM
-        self.index: Index
-        self.watcher: Watcher
+        self._index: Index | None = None  # opened after the socket: status answers at once
+        self._watcher: Watcher | None = None
+        self.phase = "starting"
+        self.in_flight = 0  # paths of the batch being applied
         self._snapshot: dict[str, tuple[int, int]] = {}
         self._tasks: list[asyncio.Task[Any]] = []
 
     def _options(self) -> VaultOptions:
         return vault_options(self.cfg)
+
+    @property
+    def index(self) -> Index:
+        if self._index is None:
+            raise ProtocolError("busy", f"wikid is starting ({self.phase}); retry shortly")
+        return self._index
+
+    @index.setter
+    def index(self, value: Index) -> None:
+        self._index = value
+
+    @property
+    def watcher(self) -> Watcher:
+        assert self._watcher is not None, "the watcher starts before the initial sync"
+        return self._watcher
+
+    def _phase(self, phase: str) -> None:
+        self.phase = phase
+        notify(f"STATUS={phase}")
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -87,8 +109,20 @@ class Daemon:
             (signal.SIGHUP, lambda: self._spawn(self._reload())),
         ):
             loop.add_signal_handler(sig, handler)
-        notify("STATUS=loading the vault")
         assert self.cfg.workdir is not None and self.cfg.socket is not None
+        server = await protocol.listen(self.cfg.socket, self._dispatch, self.stopping.set)
+        try:
+            return await self._serve(loop)
+        finally:
+            server.close()
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+            with contextlib.suppress(FileNotFoundError):
+                self.cfg.socket.unlink()
+
+    async def _serve(self, loop: asyncio.AbstractEventLoop) -> int:
+        assert self.cfg.workdir is not None
+        self._phase("loading the vault")
         self.index = await Index.open(
             self.cfg.path,
             self.cfg.workdir,
@@ -98,22 +132,25 @@ class Daemon:
             postgres_url=self.cfg.postgres_url,
         )
         self.costs = self.index.cost_ledger()
-        server = await protocol.listen(self.cfg.socket, self._dispatch, self.stopping.set)
-        self.watcher = Watcher(
+        if self.stopping.is_set():  # stopped while loading
+            await self.index.close()
+            return 0
+        self._watcher = Watcher(
             self.cfg.path,
             self.index.graph.filter,
             debounce=self.cfg.debounce_ms / 1000,
             max_queue=self.cfg.max_queue,
         )
         self.watcher.start(loop)  # before the initial sync, so no change during it is missed
-        notify("STATUS=initial sync")
+        self._phase("initial sync")
         self._snapshot = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
         async with self._batch_lock:  # queries wait for it (see _consistent)
             report = await self.index.sync()
         self.last_sync = time.time()
         log.info("initial sync", vault=str(self.cfg.path), **report)
         self.ready = True
-        notify("READY=1", f"STATUS=watching {report['notes']} notes")
+        self.phase = f"watching {report['notes']} notes"
+        notify("READY=1", f"STATUS={self.phase}")
         self._tasks = [self._spawn(self._batch_loop()), self._spawn(self._reconcile_loop())]
         if self.index.extracting:
             self._extract_wake.set()
@@ -128,13 +165,9 @@ class Daemon:
             pass
         for task in self._tasks:
             task.cancel()
-        server.close()
-        with contextlib.suppress(Exception):
-            await server.wait_closed()
+        await asyncio.gather(*self._tasks, return_exceptions=True)  # no CancelledError noise
         self.watcher.stop()
         await self.index.close()
-        with contextlib.suppress(FileNotFoundError):
-            self.cfg.socket.unlink()
         return 0
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
@@ -177,11 +210,11 @@ class Daemon:
                     async with self._batch_lock:
                         if self.stopping.is_set():
                             return
-                        self.busy = True
+                        self.busy, self.in_flight = True, len(paths)
                         try:
                             await self._apply(paths, rescan)
                         finally:
-                            self.busy = False
+                            self.busy, self.in_flight = False, 0
                     backoff = 1.0
                     self._extract_wake.set()
                     break
@@ -205,13 +238,8 @@ class Daemon:
             paths = (
                 paths | changed(self._snapshot, fresh) | set(self.index.graph.notes) | set(fresh)
             )
-        if self.store_behind:
-            delta = self.index.graph.update(paths)
-            report = await self.index.reconcile()
-            self.store_behind = False
-            self.last_error = None
-        else:
-            delta, report = await self.index.update(paths)
+        delta, report = await self.index.update(paths, reconcile=self.store_behind)
+        self.store_behind, self.last_error = False, None
         self.batches += 1
         self.last_sync = time.time()
         if delta or any(report.writes.values()):
@@ -322,9 +350,11 @@ class Daemon:
     async def _dispatch(
         self, op: Any, req: dict[str, Any], emit: Callable[[str], None] = lambda _: None
     ) -> tuple[Any, bool]:
-        vg = self.index.graph
         if op == "status":
             return self.status(), False
+        if op == "stop":
+            return {"stopping": True}, True
+        vg = self.index.graph  # "busy" until the vault is loaded
         if op == "links":
             return api.links(vg, req.get("note", "")), False
         if op == "backlinks":
@@ -356,39 +386,41 @@ class Daemon:
         if op == "reindex":
             self._spawn(self._reindex())
             return {"started": True}, False
-        if op == "stop":
-            return {"stopping": True}, True
         raise ProtocolError(
             "unknown_op",
             f"unknown op {op!r}; known: {', '.join(OPS)}",
         )
 
     def status(self) -> dict[str, Any]:
-        counts = self.index.counts()
+        """What the daemon holds and does; answered from the first moment (before the
+        vault is loaded, with zeros), and never waits for a batch."""
+        idx = self._index
+        counts = idx.counts() if idx else {"entities": 0, "relations": 0, "chunks": 0}
         return {
             "vault": str(self.cfg.path),
             "ready": self.ready,
-            "notes": len(self.index.graph.notes),
+            "phase": self.phase,
+            "notes": len(idx.graph.notes) if idx else 0,
             "entities": counts["entities"],
             "relations": counts["relations"],
             "chunks": counts["chunks"],
-            "queue": self.watcher.queued,
+            "queue": (self._watcher.queued if self._watcher else 0) + self.in_flight,
             "busy": self.busy,
-            "lag_seconds": round(self.watcher.lag, 3),
+            "lag_seconds": round(self._watcher.lag, 3) if self._watcher else 0.0,
             "last_sync": self.last_sync,
             "batches": self.batches,
-            "rejected": self.index.graph.problems,
+            "rejected": idx.graph.problems if idx else {},
             "store": {
                 "backend": self.cfg.store,
                 "workdir": str(self.cfg.workdir),
                 "behind": self.store_behind,
                 "last_error": self.last_error,
             },
-            "embedding_model": self.index.model_id,
-            "llm_calls": self.index.llm_calls,
+            "embedding_model": idx.model_id if idx else None,
+            "llm_calls": idx.llm_calls if idx else 0,
             "llm": {"configured": self.cfg.llm() is not None, "model": self.cfg.llm_model},
-            "extraction": self.index.extraction_status(),
-            "cost": self.costs.totals(self.cfg.llm_prices),
+            "extraction": idx.extraction_status() if idx else {"enabled": False},
+            "cost": self.costs.totals(self.cfg.llm_prices) if idx else NO_COST,
             "reindexing": self.reindexing,
             "uptime_seconds": round(time.time() - self.started, 1),
             "pid": os.getpid(),

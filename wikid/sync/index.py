@@ -184,10 +184,16 @@ class Index:
     def cost_ledger(self) -> CostLedger:
         return CostLedger(self.store.ledger.database)
 
-    async def update(self, paths: set[str]) -> tuple[Delta, BatchReport]:
-        """Re-read ``paths`` into the graph and write what changed: one batch."""
-        delta = self.vg.update(paths)
-        return delta, await self.sink.apply(delta)
+    async def update(
+        self, paths: set[str], reconcile: bool = False
+    ) -> tuple[Delta, BatchReport]:
+        """Re-read ``paths`` into the graph and write what changed: one batch (with
+        ``reconcile``, compare every key instead: after a failed batch). Files are read
+        and parsed in a worker thread, so the event loop keeps answering."""
+        changes = await asyncio.to_thread(self.vg.read, paths)
+        delta = self.vg.apply(changes)
+        report = await (self.sink.reconcile_all() if reconcile else self.sink.apply(delta))
+        return delta, report
 
     async def reconcile(self) -> BatchReport:
         """Compare every key with the ledger and write the difference (after a failure)."""

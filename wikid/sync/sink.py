@@ -13,6 +13,7 @@ mid-batch (``pending``) and a first index are all handled by one path.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -243,12 +244,10 @@ class Sink:
     ) -> BatchReport:
         started = time.perf_counter()
         embedded_before = self.store.embedded
-        ops = Ops()
-        self._forced = force
-        self._entities(ops, nodes)
-        self._relations(ops, pairs)
-        note_rows = self._notes(ops, notes)
-        self._force(ops, force)
+        # The records of every touched key, diffed with the mirror: CPU work over the
+        # graph and ledger reads, in a worker thread so that the loop keeps answering
+        # (the graph is not changed while a batch runs; SQLite serialises the reads).
+        ops, note_rows = await asyncio.to_thread(self._plan, nodes, pairs, notes, force)
         if ops:
             self.ledger.set_pending(ops)
             await self.store.embed_ahead(ops)
@@ -263,6 +262,21 @@ class Sink:
             seconds=time.perf_counter() - started,
             llm_calls=self.store.llm_calls,
         )
+
+    def _plan(
+        self,
+        nodes: set[str],
+        pairs: set[tuple[str, str]],
+        notes: set[str],
+        force: dict[str, set[str]],
+    ) -> tuple[Ops, dict[str, tuple[str, str, list[str]] | None]]:
+        ops = Ops()
+        self._forced = force
+        self._entities(ops, nodes)
+        self._relations(ops, pairs)
+        note_rows = self._notes(ops, notes)
+        self._force(ops, force)
+        return ops, note_rows
 
     def _diff(
         self,
