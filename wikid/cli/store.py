@@ -36,6 +36,7 @@ def index(
     import asyncio
 
     from wikid.core.vault import vault_options
+    from wikid.store.lock import StoreBusy
     from wikid.sync.index import Index
 
     cfg = load(vault, config_path, socket_path, workdir=workdir, ignore=ignore or None)
@@ -69,7 +70,10 @@ def index(
                 sys.stderr.write("\n")
             await idx.close()
 
-    result = asyncio.run(run())
+    try:
+        result = asyncio.run(run())
+    except StoreBusy as exc:
+        raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps(result))
     else:

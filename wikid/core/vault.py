@@ -50,9 +50,7 @@ class VaultOptions:
 def vault_options(cfg: VaultConfig) -> VaultOptions:
     """What the configuration says about reading the vault."""
     outside = tuple(str(Path(a).expanduser()) for a in cfg.allow_outside)
-    return VaultOptions(
-        ignore=cfg.ignore, max_note_bytes=cfg.max_note_bytes, allow_outside=outside
-    )
+    return VaultOptions(ignore=cfg.ignore, max_note_bytes=cfg.max_note_bytes, allow_outside=outside)
 
 
 OUTSIDE = "symlink leads outside the vault"
@@ -257,6 +255,16 @@ def _read_note(
     if len(data) > options.max_note_bytes:
         return rejected_note(rel, f"too large: over {options.max_note_bytes} bytes")
     return parse_note(rel, data, legacy_alias=options.legacy_alias)
+
+
+def vault_present(root: Path) -> bool:
+    """The vault's folder is there and not empty. An unmounted drive leaves an empty
+    mount point and a renamed folder leaves nothing: neither means "delete every note"."""
+    try:
+        with os.scandir(root) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return False
 
 
 def _printable(rel: str) -> str:

@@ -79,12 +79,8 @@ async def query(index: Index, text: Any, mode: Any = "mix", budget: Any = 3000) 
         raise ProtocolError("bad_request", "query needs a non-empty 'text'")
     if mode not in MODES:
         raise ProtocolError("bad_request", f"unknown query mode {mode!r}; choose from {MODES}")
-    try:
-        budget = int(budget)
-    except (TypeError, ValueError):
-        raise ProtocolError(
-            "bad_request", f"budget must be a number of tokens, not {budget!r}"
-        ) from None
+    if not isinstance(budget, int) or isinstance(budget, bool):
+        raise ProtocolError("bad_request", f"budget must be a number of tokens, not {budget!r}")
     if not 50 <= budget <= 100_000:
         raise ProtocolError("bad_request", "budget must be between 50 and 100000 tokens")
     return await evidence(index, text, mode, budget)
@@ -96,7 +92,13 @@ def search(
     """BM25 over the notes: top-k snippets with their frontmatter, ~500 tokens in all."""
     if not isinstance(text, str) or not text.strip():
         raise ProtocolError("bad_request", "search needs a non-empty 'text'")
-    hits = index.search(text, int(k or 8), folder or None, tag or None)
+    k = 8 if k is None else k
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
+        raise ProtocolError("bad_request", f"k must be a whole number from 1 to 100, not {k!r}")
+    for name, value in (("folder", folder), ("tag", tag)):
+        if value is not None and not isinstance(value, str):
+            raise ProtocolError("bad_request", f"{name} must be a string, not {value!r}")
+    hits = index.search(text, k, folder or None, tag or None)
     return {
         "text": text,
         "hits": [

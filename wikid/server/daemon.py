@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
 import signal
 import time
 from collections.abc import AsyncIterator, Callable
@@ -24,13 +25,14 @@ import structlog
 
 from wikid.ask.answer import answer
 from wikid.config import VaultConfig, load
-from wikid.core.vault import VaultOptions, changed, snapshot, vault_options
+from wikid.core.vault import VaultOptions, changed, snapshot, vault_options, vault_present
 from wikid.server import api, protocol
 from wikid.server.notify import notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
 from wikid.server.watcher import Watcher
 from wikid.store.llm import LLMError
-from wikid.sync.index import Index
+from wikid.store.lock import StoreBusy
+from wikid.sync.index import Index, VaultMissing
 
 log = structlog.get_logger("wikid")
 NO_LLM = (
@@ -74,6 +76,7 @@ class Daemon:
         self._watcher: Watcher | None = None
         self.phase = "starting"
         self.in_flight = 0  # paths of the batch being applied
+        self.vault_missing = False
         self._snapshot: dict[str, tuple[int, int]] = {}
         self._tasks: list[asyncio.Task[Any]] = []
 
@@ -113,6 +116,8 @@ class Daemon:
         server = await protocol.listen(self.cfg.socket, self._dispatch, self.stopping.set)
         try:
             return await self._serve(loop)
+        except (StoreBusy, VaultMissing) as exc:
+            raise SystemExit(f"wikid: {exc}") from None
         finally:
             server.close()
             with contextlib.suppress(Exception):
@@ -218,6 +223,15 @@ class Daemon:
                     backoff = 1.0
                     self._extract_wake.set()
                     break
+                except VaultMissing as exc:  # remove nothing; wait for the folder to return
+                    if not self.vault_missing:
+                        log.warning("vault missing; sync paused", error=str(exc))
+                    self.vault_missing = True
+                    self.phase = "vault missing: sync paused until it returns"
+                    notify(f"STATUS={self.phase}")
+                    await asyncio.sleep(2.0)
+                    rescan = True
+                    continue
                 except Exception as exc:  # keep the paths; retry, later with a full reconcile
                     self._behind(exc, "batch failed; will retry", retry_in=backoff)
                     await asyncio.sleep(backoff)
@@ -233,6 +247,12 @@ class Daemon:
 
     async def _apply(self, paths: set[str], rescan: bool) -> None:
         started = time.perf_counter()
+        if self.index.graph.notes and not vault_present(self.cfg.path):
+            raise VaultMissing(f"the vault {self.cfg.path} is missing or empty")
+        if self.vault_missing:
+            log.info("vault is back; sync resumes")
+            self.vault_missing, rescan = False, True
+            self.phase = f"watching {len(self.index.graph.notes)} notes"
         if rescan:
             fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
             paths = (
@@ -288,6 +308,8 @@ class Daemon:
         """Stat-based scan every interval: catches anything the OS did not report."""
         while True:
             await asyncio.sleep(self.cfg.reconcile_interval_s)
+            if not vault_present(self.cfg.path):
+                continue  # the batch loop pauses; a rescan follows its return
             fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
             diff = changed(self._snapshot, fresh)
             self._snapshot = fresh
@@ -422,10 +444,21 @@ class Daemon:
             "extraction": idx.extraction_status() if idx else {"enabled": False},
             "cost": self.costs.totals(self.cfg.llm_prices) if idx else NO_COST,
             "reindexing": self.reindexing,
+            "vault_missing": self.vault_missing,
             "uptime_seconds": round(time.time() - self.started, 1),
             "pid": os.getpid(),
         }
 
 
 def run(cfg: VaultConfig, config_path: Path | None = None) -> int:
+    _more_descriptors()
     return asyncio.run(Daemon(cfg, config_path).run())
+
+
+def _more_descriptors() -> None:
+    """Raise the soft open-files limit toward the hard one (systemd's default soft
+    limit is 1,024), so the watcher and the store keep descriptors in reserve."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = hard if hard != resource.RLIM_INFINITY else 65536
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(want, 65536)), hard))

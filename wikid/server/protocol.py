@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
 import socket
 import stat
@@ -21,6 +22,9 @@ from typing import Any
 import structlog
 
 MAX_REQUEST = 1 << 20  # bytes in one request line
+MAX_CLIENTS = 64  # connections served at once; more get a "busy" reply and are closed
+IDLE_S = 60.0  # a connection that sends nothing this long is closed
+MAX_DEPTH = 32  # nesting of a request's JSON
 log = structlog.get_logger("wikid")
 
 Emit = Callable[[str], None]
@@ -36,22 +40,26 @@ class ProtocolError(Exception):
 
 
 async def listen(path: Path, dispatch: Dispatch, on_stop: Callable[[], None]) -> asyncio.Server:
-    """Serve ``dispatch`` on a socket only this user can open (0600 in a 0700 folder).
-    A stale socket left by a crash is replaced; a live one means another daemon."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path.parent, 0o700)
-    if path.exists() or path.is_symlink():
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(path))
-            raise SystemExit(f"another wikid daemon already listens on {path}")
-        except (ConnectionRefusedError, FileNotFoundError):
-            path.unlink()  # a stale socket from a crash
-        finally:
-            probe.close()
+    """Serve ``dispatch`` on a socket only this user can open (0600). A stale socket
+    left by a crash is replaced; a live one means another daemon (SystemExit, one
+    line); any other file at that path is never touched."""
+    _claim(path)
+
+    active = 0
 
     async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _serve(reader, writer, dispatch, on_stop)
+        nonlocal active
+        if active >= MAX_CLIENTS:  # idle or hostile clients cannot starve the rest
+            with contextlib.suppress(Exception):
+                message = f"{MAX_CLIENTS} connections are open; retry shortly"
+                await _send(writer, None, error=("busy", message))
+                writer.close()
+            return
+        active += 1
+        try:
+            await _serve(reader, writer, dispatch, on_stop)
+        finally:
+            active -= 1
 
     old = os.umask(0o177)
     try:
@@ -60,6 +68,29 @@ async def listen(path: Path, dispatch: Dispatch, on_stop: Callable[[], None]) ->
         os.umask(old)
     os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
     return server
+
+
+def _claim(path: Path) -> None:
+    """Make ``path`` free for our socket without harming anything of the user's:
+    only wikid's own folder is created (0700, the one level missing), no existing
+    folder is re-permissioned, and only a dead socket is removed."""
+    folder = path.parent
+    if not folder.is_dir():
+        if folder.exists() or not folder.parent.is_dir():
+            raise SystemExit(f"wikid: cannot put the socket in {folder}: not a folder")
+        folder.mkdir(mode=0o700)
+    if not os.path.lexists(path):
+        return
+    if not stat.S_ISSOCK(os.lstat(path).st_mode):
+        raise SystemExit(f"wikid: {path} exists and is not a socket; refusing to replace it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+        raise SystemExit(f"wikid: already running (a daemon answers on {path})")
+    except (ConnectionRefusedError, FileNotFoundError):
+        path.unlink()  # a stale socket from a crash
+    finally:
+        probe.close()
 
 
 async def _serve(
@@ -71,7 +102,9 @@ async def _serve(
     try:
         while not reader.at_eof():
             try:
-                line = await reader.readline()
+                line = await asyncio.wait_for(reader.readline(), IDLE_S)
+            except TimeoutError:
+                break
             except (ValueError, asyncio.LimitOverrunError):
                 await _send(writer, None, error=("too_large", f"request over {MAX_REQUEST} bytes"))
                 # Half-close, then drain what the client still sends (bounded), so the
@@ -100,12 +133,16 @@ async def handle(
     """One request line to one reply: ``{"id", "result", "stop"}`` or ``{"id", "error"}``."""
     rid = None
     try:
-        req = json.loads(line)
+        if _too_deep(line):
+            raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+        req = json.loads(line, parse_constant=_no_constant)
         if not isinstance(req, dict):
             raise ValueError("a request is a JSON object")
-        rid = req.get("id")
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         return {"id": None, "error": ("bad_json", f"malformed request: {exc}")}
+    rid = req.get("id")
+    if not _valid_id(rid):
+        return {"id": None, "error": ("bad_request", "id must be a string, a number or null")}
     op = req.get("op")
 
     def emit(text: str) -> None:  # a piece of a streamed answer, ahead of the reply
@@ -124,6 +161,41 @@ async def handle(
         return {"id": rid, "error": ("internal", f"{type(exc).__name__}: {exc}")}
 
 
+def _too_deep(line: bytes) -> bool:
+    """Nesting deeper than MAX_DEPTH, in one linear pass (brackets inside strings do
+    not count); the parser itself would recurse once per level."""
+    if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:
+        return False
+    depth, in_string, escaped = 0, False, False
+    for byte in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return False
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _valid_id(rid: Any) -> bool:
+    if rid is None or isinstance(rid, str):
+        return True
+    return isinstance(rid, int | float) and not isinstance(rid, bool) and math.isfinite(rid)
+
+
 async def _send(
     writer: asyncio.StreamWriter,
     rid: Any,
@@ -139,7 +211,12 @@ async def _send(
         }
     else:
         msg = {"id": rid, "ok": True, "result": result}
-    writer.write(json.dumps(msg, ensure_ascii=False, default=str).encode() + b"\n")
+    try:
+        text = json.dumps(msg, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError as exc:  # a NaN in a result: say so, in strict JSON
+        failure = {"code": "internal", "message": f"reply is not JSON: {exc}"}
+        text = json.dumps({"id": rid, "ok": False, "error": failure})
+    writer.write(text.encode() + b"\n")
     await writer.drain()
 
 

@@ -23,9 +23,10 @@ from wikid.config import DEFAULT_BACKEND, ExtractSettings, default_workdir, work
 from wikid.core.chunk import Chunk
 from wikid.core.delta import Delta
 from wikid.core.graph import VaultGraph
-from wikid.core.vault import VaultOptions
+from wikid.core.vault import VaultOptions, vault_present
 from wikid.store.cost import CostLedger
 from wikid.store.embed import Embedder, default_embedder
+from wikid.store.lock import StoreLock
 from wikid.store.migrate import migrate, needs_migration
 from wikid.store.rag import Store
 from wikid.sync import restart
@@ -35,6 +36,10 @@ from wikid.sync.search import Hit
 from wikid.sync.sink import BatchReport, Sink
 
 log = structlog.get_logger("wikid.sync.index")
+
+
+class VaultMissing(RuntimeError):
+    """The vault's folder is gone or empty while the store holds its notes."""
 
 
 @dataclass
@@ -49,6 +54,7 @@ class Index:
     # with (None: the first sync is a full reconcile), and why.
     startup: set[str] | None = None
     startup_reason: str = "full"
+    lock: StoreLock | None = None  # this process is the store's one writer
 
     @classmethod
     async def open(
@@ -71,6 +77,38 @@ class Index:
         vault = Path(vault)
         workdir = Path(workdir) if workdir else default_workdir(vault)
         workspace = workspace or workspace_name(vault)
+        lock = StoreLock(workdir / workspace)  # StoreBusy when another writer has it
+        try:
+            return await cls._open(
+                vault,
+                workdir,
+                workspace,
+                lock,
+                options,
+                embedder,
+                backend,
+                llm_func,
+                extraction,
+                postgres_url,
+            )
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    async def _open(
+        cls,
+        vault: Path,
+        workdir: Path,
+        workspace: str,
+        lock: StoreLock,
+        options: VaultOptions | None,
+        embedder: Embedder | None,
+        backend: str,
+        llm_func: Any,
+        extraction: ExtractSettings | None,
+        postgres_url: str | None,
+    ) -> Index:
         if backend == "sqlite" and needs_migration(workdir / workspace):
             counts = await asyncio.to_thread(migrate, workdir / workspace)
             log.info("store migrated from stock files to sqlite", **counts)
@@ -91,7 +129,7 @@ class Index:
         if extraction is not None:
             db = store.ledger.database
             extractor = Extractor(ExtractionCache(db), CostLedger(db), extraction)
-        index = cls(vault, vg, store, _sink(vg, store, extractor), extractor)
+        index = cls(vault, vg, store, _sink(vg, store, extractor), extractor, lock=lock)
         if plan is not None:
             index.startup = plan.changed
         index.startup_reason = reason
@@ -101,7 +139,7 @@ class Index:
         """This index on graph ``vg``, with a fresh sink (its first reconcile rebuilds
         the implicit index from the extraction cache)."""
         sink = _sink(vg, self.store, self.extractor)
-        return Index(self.vault, vg, self.store, sink, self.extractor)
+        return Index(self.vault, vg, self.store, sink, self.extractor, lock=self.lock)
 
     async def extract(self, limit: int | None = None) -> dict[str, Any]:
         """Send the chunks that need it (at most ``limit``) to the LLM, then write what
@@ -151,7 +189,11 @@ class Index:
         }
 
     async def close(self) -> None:
-        await self.store.close()
+        try:
+            await self.store.close()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
 
     # -- the facade: what the daemon, the CLI and the ask layer call ------------------
 
@@ -184,9 +226,7 @@ class Index:
     def cost_ledger(self) -> CostLedger:
         return CostLedger(self.store.ledger.database)
 
-    async def update(
-        self, paths: set[str], reconcile: bool = False
-    ) -> tuple[Delta, BatchReport]:
+    async def update(self, paths: set[str], reconcile: bool = False) -> tuple[Delta, BatchReport]:
         """Re-read ``paths`` into the graph and write what changed: one batch (with
         ``reconcile``, compare every key instead: after a failed batch). Files are read
         and parsed in a worker thread, so the event loop keeps answering."""
@@ -241,6 +281,11 @@ class Index:
         since the last run; else a full reconcile (first run, or a cache not trusted)."""
         started = time.perf_counter()
         before = self.store.ledger.digests()
+        if before and not vault_present(self.vault):
+            raise VaultMissing(
+                f"the vault {self.vault} is missing or empty, but its store holds "
+                f"{len(before)} notes: nothing was removed"
+            )
         report: BatchReport
         if self.startup is not None:  # the graph is the store's: bring it up to date
             self.sink.prime()
