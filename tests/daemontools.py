@@ -35,22 +35,23 @@ class DaemonProc:
         self.extra_args: list[str] = []
         self.log = tmp / "daemon.log"
 
+    def argv(self) -> list[str]:
+        """``wikid run`` on this vault and working dir (add ``--socket``)."""
+        return [
+            sys.executable,
+            "-m",
+            "wikid",
+            "run",
+            "--vault",
+            str(self.vault),
+            "--workdir",
+            str(self.workdir),
+        ]
+
     def start(self, wait: bool = True, timeout: float = 300) -> DaemonProc:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "wikid",
-                    "run",
-                    "--vault",
-                    str(self.vault),
-                    "--socket",
-                    str(self.socket),
-                    "--workdir",
-                    str(self.workdir),
-                    *self.extra_args,
-                ],
+                [*self.argv(), "--socket", str(self.socket), *self.extra_args],
                 env=self.env,
                 stdout=log,
                 stderr=log,

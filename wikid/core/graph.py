@@ -166,7 +166,7 @@ class VaultGraph:
     def _expand(self, paths: Iterable[str]) -> set[str]:
         out: set[str] = set()
         for raw in paths:
-            p = posixpath.normpath(str(raw).replace("\\", "/")).lstrip("/")
+            p = posixpath.normpath(str(raw)).lstrip("/")  # a "\\" is part of a POSIX name
             if p in (".", "") or p.startswith("../") or self.filter.ignored(p):
                 continue
             full = self.root / p

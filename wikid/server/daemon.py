@@ -309,8 +309,18 @@ class Daemon:
         while True:
             await asyncio.sleep(self.cfg.reconcile_interval_s)
             if not vault_present(self.cfg.path):
-                continue  # the batch loop pauses; a rescan follows its return
-            fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
+                if self.index.graph.notes and not self.vault_missing:
+                    self.vault_missing = True
+                    self._phase("vault missing: sync paused until it returns")
+                    log.warning("vault missing; sync paused", vault=str(self.cfg.path))
+                continue
+            if self.vault_missing:  # back: one full rescan, which also clears the flag
+                self.watcher.request_rescan()
+                continue
+            errors: dict[str, str] = {}
+            vg = self.index.graph
+            fresh = await asyncio.to_thread(snapshot, self.cfg.path, vg.filter, errors)
+            vg.walk_errors = errors  # what the scan could not take in (bad names, links out)
             diff = changed(self._snapshot, fresh)
             self._snapshot = fresh
             if diff:

@@ -22,7 +22,7 @@ from typing import Any
 import structlog
 
 MAX_REQUEST = 1 << 20  # bytes in one request line
-MAX_CLIENTS = 64  # connections served at once; more get a "busy" reply and are closed
+MAX_CLIENTS = 64  # connections at once; past it the longest-idle one is closed
 IDLE_S = 60.0  # a connection that sends nothing this long is closed
 MAX_DEPTH = 32  # nesting of a request's JSON
 log = structlog.get_logger("wikid")
@@ -45,21 +45,26 @@ async def listen(path: Path, dispatch: Dispatch, on_stop: Callable[[], None]) ->
     line); any other file at that path is never touched."""
     _claim(path)
 
-    active = 0
+    active: set[asyncio.StreamWriter] = set()
+    idle: dict[asyncio.StreamWriter, None] = {}  # waiting for a request, oldest first
 
     async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal active
-        if active >= MAX_CLIENTS:  # idle or hostile clients cannot starve the rest
-            with contextlib.suppress(Exception):
-                message = f"{MAX_CLIENTS} connections are open; retry shortly"
-                await _send(writer, None, error=("busy", message))
-                writer.close()
-            return
-        active += 1
+        if len(active) >= MAX_CLIENTS:  # idle or hostile clients cannot starve the rest
+            if not idle:
+                with contextlib.suppress(Exception):
+                    message = f"{MAX_CLIENTS} requests are in progress; retry shortly"
+                    await _send(writer, None, error=("busy", message))
+                    writer.close()
+                return
+            oldest = next(iter(idle))
+            idle.pop(oldest)
+            oldest.close()
+        active.add(writer)
         try:
-            await _serve(reader, writer, dispatch, on_stop)
+            await _serve(reader, writer, dispatch, on_stop, idle)
         finally:
-            active -= 1
+            active.discard(writer)
+            idle.pop(writer, None)
 
     old = os.umask(0o177)
     try:
@@ -72,13 +77,14 @@ async def listen(path: Path, dispatch: Dispatch, on_stop: Callable[[], None]) ->
 
 def _claim(path: Path) -> None:
     """Make ``path`` free for our socket without harming anything of the user's:
-    only wikid's own folder is created (0700, the one level missing), no existing
-    folder is re-permissioned, and only a dead socket is removed."""
+    only missing folders are created (0700: they are wikid's), no existing folder is
+    re-permissioned, and only a dead socket is removed."""
     folder = path.parent
+    missing = [f for f in (folder, *folder.parents) if not os.path.lexists(f)]
+    for f in reversed(missing):
+        f.mkdir(mode=0o700)
     if not folder.is_dir():
-        if folder.exists() or not folder.parent.is_dir():
-            raise SystemExit(f"wikid: cannot put the socket in {folder}: not a folder")
-        folder.mkdir(mode=0o700)
+        raise SystemExit(f"wikid: cannot put the socket in {folder}: not a folder")
     if not os.path.lexists(path):
         return
     if not stat.S_ISSOCK(os.lstat(path).st_mode):
@@ -98,9 +104,11 @@ async def _serve(
     writer: asyncio.StreamWriter,
     dispatch: Dispatch,
     on_stop: Callable[[], None],
+    idle: dict[asyncio.StreamWriter, None],
 ) -> None:
     try:
         while not reader.at_eof():
+            idle[writer] = None
             try:
                 line = await asyncio.wait_for(reader.readline(), IDLE_S)
             except TimeoutError:
@@ -113,6 +121,8 @@ async def _serve(
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(_discard(reader, 64 * MAX_REQUEST), timeout=5)
                 break
+            finally:
+                idle.pop(writer, None)
             if not line.strip():
                 continue
             reply = await handle(line, dispatch, writer)

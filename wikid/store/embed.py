@@ -13,6 +13,7 @@ Alternatives (Ollama, any OpenAI-compatible endpoint) are ``HttpEmbedder``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -22,7 +23,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -123,7 +124,14 @@ class MiniLM:
         return out
 
     def count_tokens(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return _count_tokens(self._tokenizer, text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _count_tokens(tokenizer: Any, text: str) -> int:
+    """Memoised: a note's repeated paragraphs (and an unchanged note's, chunked again
+    after a rename) are counted once; bounded, so the cache stays small."""
+    return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
 @dataclass

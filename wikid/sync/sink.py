@@ -125,6 +125,10 @@ class Sink:
         """Push one graph delta into the store as one batch."""
         if not delta:
             return BatchReport()
+        # Chunking (token counts) is the CPU-heavy part of a big note: in a worker
+        # thread, so the loop keeps answering; the mapper caches what it computes.
+        changed = [p for p in delta.notes_changed if p in self.vg.notes]
+        await asyncio.to_thread(lambda: [self.mapper.chunks(p) for p in changed])
         touched = set(delta.nodes_added) | set(delta.nodes_changed) | delta.nodes_removed
         renamed = self.mapper.namer.update(self.vg, touched)
         edges = set(delta.edges_added) | set(delta.edges_changed) | delta.edges_removed
