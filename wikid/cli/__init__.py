@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import click
 
+from wikid import __version__
 from wikid.cli import ask, graph, navigate, run, store
 
 
 @click.group()
-@click.version_option(package_name="wikid")
+@click.version_option(__version__, prog_name="wikid")
 def main() -> None:
     """wikid keeps a LightRAG index of an Obsidian vault fresh, with no LLM."""
 

