@@ -32,8 +32,9 @@ class RemoteError(RuntimeError):
 
 
 def request(
-    path: Path,
+    socket_path: Path,
     op: str,
+    /,
     *,
     vault: str = "",
     timeout: float = 60.0,
@@ -45,10 +46,10 @@ def request(
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
-        sock.connect(str(path))
+        sock.connect(str(socket_path))
     except (FileNotFoundError, ConnectionRefusedError) as exc:
         sock.close()
-        raise DaemonNotRunning(path, vault or str(path)) from exc
+        raise DaemonNotRunning(socket_path, vault or str(socket_path)) from exc
     with sock:
         rid = next(_ids)
         sock.sendall(json.dumps({"id": rid, "op": op, **args}).encode() + b"\n")

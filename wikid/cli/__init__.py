@@ -12,7 +12,7 @@ from __future__ import annotations
 import click
 
 from wikid import __version__
-from wikid.cli import ask, graph, navigate, run, store
+from wikid.cli import agent, ask, graph, navigate, run, store
 
 
 @click.group()
@@ -36,6 +36,7 @@ for _command in (
     store.migrate,
     store.lightrag_server,
     run.service,
+    agent.mcp,
 ):
     main.add_command(_command)
 

@@ -272,6 +272,20 @@ def _printable(rel: str) -> str:
     return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
+def read_text(root: Path, rel: str, filt: VaultFilter, max_bytes: int) -> str:
+    """A note's text for a reader (``read_note``): the same safe open as indexing (a
+    regular file whose real path the vault admits), at most ``max_bytes``. Raises
+    ``PermissionError`` for anything else, ``FileNotFoundError`` when it is gone."""
+    fd = os.open(root / rel, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PermissionError("not a regular file")
+        if not filt.admits(_real_path(fd, root / rel)):
+            raise PermissionError(OUTSIDE)
+        data = fh.read(max_bytes)
+    return data.decode("utf-8", "replace")
+
+
 def _real_path(fd: int, path: Path) -> str:
     """The real path of the file open on ``fd``: the kernel's own answer where there
     is one (Linux), so no rename or link swap after the open can fool the check."""

@@ -6,12 +6,15 @@ and the store, so they are testable without a socket, and they never write.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from wikid.ask.query import evidence
 from wikid.config import QUERY_MODES as MODES
 from wikid.core.graph import GHOST, VaultGraph, to_json
 from wikid.core.resolve import fold
+from wikid.server import browse
+from wikid.server.browse import line_of
 from wikid.server.protocol import ProtocolError
 from wikid.sync.index import Index
 
@@ -61,11 +64,18 @@ def backlinks(vg: VaultGraph, note: str) -> dict[str, Any]:
     return {"note": path, "backlinks": [_edge(u, v, d) for u, v, d in edges]}
 
 
-def broken(vg: VaultGraph) -> dict[str, Any]:
+def broken(vg: VaultGraph, folder: Any = None) -> dict[str, Any]:
+    """Unresolved link targets with the notes that hold them (from ``folder`` only)."""
+    if folder is not None and not isinstance(folder, str):
+        raise ProtocolError("bad_request", "folder must be a string")
+    prefix = (folder or "").strip("/")
     out = []
     for node in sorted(n for n in vg.g if n.startswith(GHOST)):
-        sources = sorted({u for u, _ in vg.g.in_edges(node)})
-        out.append({"target": node[len(GHOST) :], "sources": sources})
+        sources = sorted(
+            {u for u, _ in vg.g.in_edges(node) if not prefix or u.startswith(prefix + "/")}
+        )
+        if sources:
+            out.append({"target": node[len(GHOST) :], "sources": sources})
     return {"broken": out}
 
 
@@ -106,9 +116,33 @@ def search(
                 "path": h.path,
                 "title": h.title,
                 "snippet": h.snippet,
+                "line": line_of(index.graph, h.path, h.snippet),
                 "score": round(h.score, 3),
                 **h.meta,
             }
             for h in hits
         ],
     }
+
+
+def _neighbors(vg: VaultGraph, req: dict[str, Any]) -> Any:
+    note = find_note(vg, req.get("note", ""))
+    return browse.neighbors(vg, note, req.get("depth", 1), req.get("limit"))
+
+
+def _read(vg: VaultGraph, req: dict[str, Any]) -> Any:
+    extra = (req.get("heading"), req.get("start_line"), req.get("max_chars"))
+    return browse.read(vg, req.get("path"), *extra)
+
+
+# The ops that read only the in-memory graph: op -> f(graph, request).
+GRAPH_OPS: dict[str, Callable[[VaultGraph, dict[str, Any]], Any]] = {
+    "links": lambda vg, req: links(vg, req.get("note", "")),
+    "backlinks": lambda vg, req: backlinks(vg, req.get("note", "")),
+    "broken": lambda vg, req: broken(vg, req.get("folder")),
+    "graph": lambda vg, req: graph(vg),
+    "neighbors": _neighbors,
+    "tags": lambda vg, req: browse.tags(vg, req.get("limit")),
+    "recent": lambda vg, req: browse.recent(vg, req.get("limit"), req.get("days", 7)),
+    "read": _read,
+}

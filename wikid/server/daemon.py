@@ -26,7 +26,7 @@ import structlog
 from wikid.ask.answer import answer
 from wikid.config import VaultConfig, load
 from wikid.core.vault import VaultOptions, changed, snapshot, vault_options, vault_present
-from wikid.server import api, protocol
+from wikid.server import api, browse, protocol
 from wikid.server.notify import notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
 from wikid.server.watcher import Watcher
@@ -45,10 +45,8 @@ EXTRACT_SLICE = 64  # extraction calls per written batch on a cold start
 QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"
 OPS = (
     "status",
-    "links",
-    "backlinks",
-    "broken",
-    "graph",
+    *api.GRAPH_OPS,
+    "freshness",
     "query",
     "search",
     "cost",
@@ -387,14 +385,10 @@ class Daemon:
         if op == "stop":
             return {"stopping": True}, True
         vg = self.index.graph  # "busy" until the vault is loaded
-        if op == "links":
-            return api.links(vg, req.get("note", "")), False
-        if op == "backlinks":
-            return api.backlinks(vg, req.get("note", "")), False
-        if op == "broken":
-            return api.broken(vg), False
-        if op == "graph":
-            return api.graph(vg), False
+        if op in api.GRAPH_OPS:
+            return api.GRAPH_OPS[op](vg, req), False
+        if op == "freshness":
+            return browse.freshness(vg, req.get("paths"), self.watcher.pending()), False
         if op == "query":
             async with self._consistent():
                 ev = await api.query(
@@ -455,6 +449,10 @@ class Daemon:
             "cost": self.costs.totals(self.cfg.llm_prices) if idx else NO_COST,
             "reindexing": self.reindexing,
             "vault_missing": self.vault_missing,
+            "watcher": {
+                "alive": self._watcher.alive if self._watcher else False,
+                "last_event": self._watcher.last_event if self._watcher else None,
+            },
             "uptime_seconds": round(time.time() - self.started, 1),
             "pid": os.getpid(),
         }

@@ -114,6 +114,24 @@ class Watcher(FileSystemEventHandler):
 
     # -- asyncio side ---------------------------------------------------------------
 
+    def pending(self) -> set[str]:
+        """The paths waiting for a batch (a copy)."""
+        with self._lock:
+            return set(self._pending)
+
+    @property
+    def alive(self) -> bool:
+        """The observer thread still runs (the heartbeat status reports)."""
+        return self._observer.is_alive()
+
+    @property
+    def last_event(self) -> float | None:
+        """Wall-clock time of the last file-system event seen, if any."""
+        with self._lock:
+            if not self._last_event:
+                return None
+            return time.time() - (time.monotonic() - self._last_event)
+
     @property
     def queued(self) -> int:
         with self._lock:
