@@ -122,7 +122,9 @@ def _daemon(tmp: Path, vault: Path, **env: str) -> Iterator[DaemonProc]:
         yield d
     finally:
         assert d.proc is not None and d.proc.poll() is None, "the daemon died"
-        d.stop()
+        assert d.stop() == 0
+        log = d.log.read_text(errors="replace")
+        assert "Traceback" not in log and "CancelledError" not in log, log[-2000:]
 
 
 def _mkfifo(vault: Path) -> str:
@@ -264,7 +266,12 @@ def test_a_flood_of_idle_connections_starves_nobody(tmp_path: Path) -> None:
         try:
             for _ in range(1100):
                 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.connect(str(d.socket))
+                for _ in range(200):  # a full listen backlog answers EAGAIN: wait, retry
+                    try:
+                        s.connect(str(d.socket))
+                        break
+                    except BlockingIOError:
+                        time.sleep(0.01)
                 idle.append(s)
             started = time.monotonic()
             assert d.call("status")["ready"]
@@ -322,3 +329,21 @@ def test_a_vanished_vault_pauses_and_removes_nothing(tmp_path: Path) -> None:
         back = _wait(lambda: not (s := d.call("status"))["vault_missing"] and s)
         assert back["notes"] == before["notes"]
         _edit_is_visible_quickly(d, 1)
+
+
+def test_repeated_warnings_are_rate_limited() -> None:
+    import structlog
+
+    from wikid.server.log import REPEAT_MAX, RateLimit
+
+    limit = RateLimit()
+    for _ in range(REPEAT_MAX):
+        assert limit(None, "warning", {"event": "cannot read"})
+    for _ in range(3):
+        try:
+            limit(None, "warning", {"event": "cannot read"})
+        except structlog.DropEvent:
+            continue
+        raise AssertionError("a repeated warning got through")
+    assert limit(None, "warning", {"event": "another"})  # other events are not held back
+    assert limit(None, "info", {"event": "cannot read"})  # nor info lines

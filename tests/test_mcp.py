@@ -71,7 +71,7 @@ async def _session(d: DaemonProc, socket: Path | None = None) -> AsyncIterator[C
         cwd=str(d.tmp),
     )
     async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
-        await session.initialize()
+        session.wikid_init = await session.initialize()  # type: ignore[attr-defined]
         yield session
 
 
@@ -102,12 +102,14 @@ def test_every_tool_is_listed_read_only_and_answers(tmp_path: Path) -> None:
                     assert t.annotations.read_only_hint is True
                     assert t.annotations.open_world_hint is False
                 # The instructions name the real parameters of the tools they mention.
-                init = s.initialize_result if hasattr(s, "initialize_result") else None
-                text = init.instructions if init is not None else None
-                for name, params in re.findall(r"(\w+)\(([\w, ]*)\)", text or ""):
-                    if name in tools:
-                        schema = tools[name].input_schema["properties"]
-                        assert {p.strip() for p in params.split(",") if p.strip()} <= set(schema)
+                text = s.wikid_init.instructions  # type: ignore[attr-defined]
+                notes = d.call("status")["notes"]
+                assert f"has {notes} notes; the index is ready" in text  # the index state
+                mentioned = re.findall(r"(\w+)\(([\w, ]*)\)", text)
+                assert {name for name, _ in mentioned} == set(tools)  # every tool, no other
+                for name, params in mentioned:
+                    schema = tools[name].input_schema["properties"]
+                    assert {p.strip() for p in params.split(",") if p.strip()} <= set(schema)
 
                 hits = await _call(s, "search", text="centre")
                 assert hits["hits"][0]["path"] == "Hub.md" and hits["hits"][0]["line"] == 2

@@ -117,9 +117,7 @@ class Daemon:
         except (StoreBusy, VaultMissing) as exc:
             raise SystemExit(f"wikid: {exc}") from None
         finally:
-            server.close()
-            with contextlib.suppress(Exception):
-                await server.wait_closed()
+            await server.close()
             with contextlib.suppress(FileNotFoundError):
                 self.cfg.socket.unlink()
 

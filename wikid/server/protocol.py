@@ -39,40 +39,65 @@ class ProtocolError(Exception):
         self.code = code
 
 
-async def listen(path: Path, dispatch: Dispatch, on_stop: Callable[[], None]) -> asyncio.Server:
-    """Serve ``dispatch`` on a socket only this user can open (0600). A stale socket
-    left by a crash is replaced; a live one means another daemon (SystemExit, one
-    line); any other file at that path is never touched."""
-    _claim(path)
+class Listener:
+    """The socket server and the connections it serves, so that a stop closes every
+    connection and lets its handler end before the loop does (asyncio would
+    otherwise cancel them at shutdown and log a traceback for each)."""
 
-    active: set[asyncio.StreamWriter] = set()
-    idle: dict[asyncio.StreamWriter, None] = {}  # waiting for a request, oldest first
+    def __init__(self, dispatch: Dispatch, on_stop: Callable[[], None]) -> None:
+        self.dispatch, self.on_stop = dispatch, on_stop
+        self.active: dict[asyncio.StreamWriter, asyncio.Task[Any] | None] = {}
+        self.idle: dict[asyncio.StreamWriter, None] = {}  # waiting for a request, oldest first
+        self.server: asyncio.Server | None = None
 
-    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(active) >= MAX_CLIENTS:  # idle or hostile clients cannot starve the rest
-            if not idle:
+    async def client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self.active) >= MAX_CLIENTS:  # idle or hostile clients cannot starve the rest
+            if not self.idle:
                 with contextlib.suppress(Exception):
                     message = f"{MAX_CLIENTS} requests are in progress; retry shortly"
                     await _send(writer, None, error=("busy", message))
                     writer.close()
                 return
-            oldest = next(iter(idle))
-            idle.pop(oldest)
+            oldest = next(iter(self.idle))
+            self.idle.pop(oldest)
             oldest.close()
-        active.add(writer)
+        self.active[writer] = asyncio.current_task()
         try:
-            await _serve(reader, writer, dispatch, on_stop, idle)
+            await _serve(reader, writer, self.dispatch, self.on_stop, self.idle)
         finally:
-            active.discard(writer)
-            idle.pop(writer, None)
+            self.active.pop(writer, None)
+            self.idle.pop(writer, None)
 
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for writer in list(self.active):
+            writer.close()  # its handler sees the end of the stream and returns
+        tasks = [
+            t for t in self.active.values() if t is not None and t is not asyncio.current_task()
+        ]
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        if self.server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.server.wait_closed(), 5)
+
+
+async def listen(path: Path, dispatch: Dispatch, on_stop: Callable[[], None]) -> Listener:
+    """Serve ``dispatch`` on a socket only this user can open (0600). A stale socket
+    left by a crash is replaced; a live one means another daemon (SystemExit, one
+    line); any other file at that path is never touched."""
+    _claim(path)
+    listener = Listener(dispatch, on_stop)
     old = os.umask(0o177)
     try:
-        server = await asyncio.start_unix_server(client, path=str(path), limit=MAX_REQUEST)
+        listener.server = await asyncio.start_unix_server(
+            listener.client, path=str(path), limit=MAX_REQUEST
+        )
     finally:
         os.umask(old)
     os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
-    return server
+    return listener
 
 
 def _claim(path: Path) -> None:
