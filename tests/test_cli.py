@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -67,3 +68,20 @@ def test_readme_command_one_runs_the_demo() -> None:
         .read_text()
         .count("Somerville")
     )
+
+
+def test_every_command_help_has_an_example() -> None:
+    def commands(group: Any, prefix: list[str]) -> list[list[str]]:
+        out = []
+        for name, cmd in group.commands.items():
+            out.append([*prefix, name])
+            if hasattr(cmd, "commands"):
+                out += commands(cmd, [*prefix, name])
+        return out
+
+    missing = [
+        " ".join(path)
+        for path in commands(main, [])
+        if "Example:" not in CliRunner().invoke(main, [*path, "--help"]).output
+    ]
+    assert not missing, missing

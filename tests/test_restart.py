@@ -41,7 +41,7 @@ def age(root: Path, since: float | None = None) -> None:
 async def _open_sync(vault: Path, wd: Path, workspace: str) -> tuple[dict[str, Any], Any]:
     idx = await Index.open(vault, wd, workspace=workspace)
     try:
-        report = await idx.sync()
+        report = await idx.sync(force=True)  # random deletes may empty the vault
         return report, await export_store(idx.store)
     finally:
         await idx.close()

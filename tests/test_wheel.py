@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _run(*argv: str | Path, env: dict[str, str] | None = None) -> str:
-    """Run as a user would: from outside the checkout (else it shadows the wheel)."""
+    """Run as a user would: from outside the checkout and with no PYTHONPATH (either
+    would shadow the wheel)."""
+    env = {k: v for k, v in (env or os.environ).items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [str(a) for a in argv], capture_output=True, text=True, env=env, timeout=600, cwd="/"
     )
@@ -49,8 +52,9 @@ def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> No
     _run(sys.executable, "-m", "venv", venv)
     py = venv / "bin" / "python"
     site = Path(_run(py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
-    (site / "deps-from-test-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     _run(py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel)
+    # Only now the dependencies: before, pip would see this environment's wikid too.
+    (site / "deps-from-test-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
 
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "WIKID_"))},
@@ -58,7 +62,6 @@ def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> No
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "XDG_RUNTIME_DIR": str(tmp_path / "run"),
         "HF_HUB_OFFLINE": "1",
-        "PYTHONPATH": "",
     }
     wikid = venv / "bin" / "wikid"
     from wikid import __version__
@@ -85,6 +88,12 @@ def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> No
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed (Debian package systemd)")
     _run("systemd-analyze", "verify", unit, env=env)
+    instance = unit.with_name("wikid@notes.service")
+    instance.write_text(text, encoding="utf-8")
+    score = _run("systemd-analyze", "security", "--offline=yes", instance, env=env)
+    exposure = float(re.search(r"Overall exposure level for \S+: ([0-9.]+)", score).group(1))  # type: ignore[union-attr]
+    assert exposure <= 4.0, score
+    instance.unlink()
     _run(wikid, "service", "uninstall", env=env)
     assert not unit.exists()
 

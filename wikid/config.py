@@ -230,6 +230,8 @@ def load(
     values: dict[str, Any] = {}
     _apply(values, data, str(path))
     vaults = data.get("vaults", {})
+    if not isinstance(vaults, dict) or not all(isinstance(t, dict) for t in vaults.values()):
+        raise ConfigError(f'{path}: vaults must be tables, [vaults.NAME] with path = "..."')
     table: dict[str, Any] | None = None
     if vault is not None and str(vault) in vaults:
         table, values["name"] = vaults[str(vault)], str(vault)
@@ -259,13 +261,30 @@ def load(
             "store 'postgres' needs postgres_url (or WIKID_POSTGRES_URL) = "
             "postgresql://USER@HOST:PORT/DATABASE; the password goes in WIKID_POSTGRES_PASSWORD"
         )
-    if not 0.0 <= cfg.extract_threshold <= 1.0:
-        raise ConfigError(f"extract_threshold {cfg.extract_threshold}: use a number from 0 to 1")
-    if cfg.extract_concurrency < 1:
-        raise ConfigError(f"extract_concurrency {cfg.extract_concurrency}: use 1 or more")
+    for key, (low, high) in RANGES.items():
+        value = getattr(cfg, key)
+        if not low <= value <= high:
+            raise ConfigError(f"{key} = {value!r}: use a number from {low} to {high}")
     if cfg.query_mode not in QUERY_MODES:
         raise ConfigError(f"query_mode {cfg.query_mode!r}: choose from {', '.join(QUERY_MODES)}")
+    if cfg.log_level.lower() not in LOG_LEVELS:
+        raise ConfigError(f"log_level {cfg.log_level!r}: choose from {', '.join(LOG_LEVELS)}")
     return cfg
+
+
+# Documented ranges (config/wikid.example.toml): a value outside is an error, never
+# a daemon that spins (reconcile_interval_s = 0) or rejects every note (-1 bytes).
+RANGES: dict[str, tuple[float, float]] = {
+    "debounce_ms": (1, 60_000),
+    "reconcile_interval_s": (0.5, 86_400),
+    "max_queue": (1, 10_000_000),
+    "max_note_bytes": (1024, 1 << 30),
+    "query_budget": (50, 100_000),
+    "extract_threshold": (0.0, 1.0),
+    "extract_concurrency": (1, 64),
+    "extract_retry_s": (1, 86_400),
+}
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def all_vaults(config: Path | None = None) -> list[VaultConfig]:

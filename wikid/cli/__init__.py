@@ -27,6 +27,8 @@ for _command in (
     navigate.links,
     navigate.backlinks,
     navigate.broken,
+    navigate.stop,
+    navigate.reindex,
     ask.query,
     ask.search,
     ask.cost,

@@ -9,6 +9,7 @@ numpy or networkx (``tests/test_layers.py`` holds this).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,12 @@ import click
 from wikid.client import DaemonNotRunning, RemoteError, request
 from wikid.config import ConfigError, VaultConfig
 from wikid.config import load as load_config
+
+
+class UserError(click.ClickException):
+    """A mistake of the user's: one line ("Error: ..."), exit 2, nothing changed."""
+
+    exit_code = 2
 
 
 def vault_option(f: Any) -> Any:
@@ -55,13 +62,30 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print the re
 
 
 def load(
-    vault: str | None, config_path: Path | None, socket_path: Path | None, **overrides: Any
+    vault: str | None,
+    config_path: Path | None,
+    socket_path: Path | None,
+    *,
+    client: bool = False,
+    **overrides: Any,
 ) -> VaultConfig:
-    """The vault's configuration; a bad one is a usage error (one line, exit 2)."""
+    """The vault's configuration; a bad one is a usage error (one line, exit 2).
+
+    A command that reads the vault itself (not ``client``) needs it to be a readable
+    folder, so a typo creates and removes nothing; a client command needs only the
+    daemon's socket, so ``--socket`` alone is enough."""
     try:
-        return load_config(config_path, vault, overrides={"socket": socket_path, **overrides})
+        cfg = load_config(config_path, vault, overrides={"socket": socket_path, **overrides})
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from exc
+        if client and socket_path is not None and vault is None:
+            return VaultConfig(path=Path.cwd(), socket=socket_path).resolved()
+        raise UserError(str(exc)) from exc
+    if not client:
+        if not cfg.path.is_dir():
+            raise UserError(f"the vault {cfg.path} does not exist or is not a folder")
+        if not os.access(cfg.path, os.R_OK | os.X_OK):
+            raise UserError(f"the vault {cfg.path} cannot be read")
+    return cfg
 
 
 def show(data: Any, as_json: bool, readable: Any) -> None:

@@ -26,7 +26,7 @@ def mcp(
     It talks to the vault's running daemon (wikid run) and indexes nothing itself.
 
     Example: wikid mcp --vault ~/Notes --print-config"""
-    cfg = load(vault, config_path, socket_path)
+    cfg = load(vault, config_path, socket_path, client=True)
     try:
         from wikid.cli.mcp_server import build, client_config
     except ImportError as exc:

@@ -57,8 +57,10 @@ def query(
     as_json: bool,
 ) -> None:
     """Ask the vault: the smallest evidence that covers the question, with paths to open.
-    No LLM is involved unless --answer (then the answer streams, citing notes)."""
-    cfg = load(vault, config_path, socket_path)
+    No LLM is involved unless --answer (then the answer streams, citing notes).
+
+    Example: wikid query "who wrote the first program?" --budget 1500"""
+    cfg = load(vault, config_path, socket_path, client=True)
     args: dict[str, Any] = {"text": text, "mode": mode, "budget": budget}
     if not answer:
         show(call(cfg, "query", **args), as_json, evidence_text)
@@ -97,8 +99,10 @@ def search(
     tag: str | None,
     as_json: bool,
 ) -> None:
-    """Full-text search (BM25 over title, aliases, summary, tags and body)."""
-    cfg = load(vault, config_path, socket_path)
+    """Full-text search (BM25 over title, aliases, summary, tags and body).
+
+    Example: wikid search "analytical engine" --tag person --folder People"""
+    cfg = load(vault, config_path, socket_path, client=True)
 
     def readable(res: dict[str, Any]) -> str:
         rows = []
@@ -120,8 +124,10 @@ def _money(value: float | None) -> str:
 def cost(
     vault: str | None, config_path: Path | None, socket_path: Path | None, as_json: bool
 ) -> None:
-    """LLM calls and tokens so far, by phase and model, with the estimated price."""
-    cfg = load(vault, config_path, socket_path)
+    """LLM calls and tokens so far, by phase and model, with the estimated price.
+
+    Example: wikid cost --json"""
+    cfg = load(vault, config_path, socket_path, client=True)
 
     def readable(res: dict[str, Any]) -> str:
         rows = [

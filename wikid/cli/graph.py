@@ -32,7 +32,9 @@ def graph(
     as_json: bool,
     ignore: tuple[str, ...],
 ) -> None:
-    """Build the wikilink graph of a vault and print it."""
+    """Build the wikilink graph of a vault and print it.
+
+    Example: wikid graph --vault ~/Notes --json > graph.json"""
     from wikid.core.graph import VaultGraph, to_json
     from wikid.core.vault import vault_options
 

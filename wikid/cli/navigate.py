@@ -60,8 +60,10 @@ def _extraction_line(x: dict[str, Any]) -> str:
 def status(
     vault: str | None, config_path: Path | None, socket_path: Path | None, as_json: bool
 ) -> None:
-    """What the daemon holds and is doing; notes it could not read, and why."""
-    cfg = load(vault, config_path, socket_path)
+    """What the daemon holds and is doing; notes it could not read, and why.
+
+    Example: wikid status --vault ~/Notes --json"""
+    cfg = load(vault, config_path, socket_path, client=True)
     show(call(cfg, "status"), as_json, _status_text)
 
 
@@ -93,14 +95,19 @@ def _edge_command(op: str, doc: str) -> click.Command:
         note: str,
         as_json: bool,
     ) -> None:
-        cfg = load(vault, config_path, socket_path)
+        cfg = load(vault, config_path, socket_path, client=True)
         show(call(cfg, op, note=note), as_json, _edges_text(op))
 
     return command
 
 
-links = _edge_command("links", "Links going out of NOTE (a path or a title).")
-backlinks = _edge_command("backlinks", "Links coming into NOTE (a path or a title).")
+links = _edge_command(
+    "links", "Links going out of NOTE (a path or a title).\n\nExample: wikid links 'Ada Lovelace'"
+)
+backlinks = _edge_command(
+    "backlinks",
+    "Links coming into NOTE (a path or a title).\n\nExample: wikid backlinks Welcome.md",
+)
 
 
 @click.command()
@@ -109,8 +116,10 @@ backlinks = _edge_command("backlinks", "Links coming into NOTE (a path or a titl
 def broken(
     vault: str | None, config_path: Path | None, socket_path: Path | None, as_json: bool
 ) -> None:
-    """Unresolved links, with the notes that hold them."""
-    cfg = load(vault, config_path, socket_path)
+    """Unresolved links, with the notes that hold them.
+
+    Example: wikid broken --vault ~/Notes"""
+    cfg = load(vault, config_path, socket_path, client=True)
 
     def text(data: dict[str, Any]) -> str:
         return (
@@ -119,3 +128,29 @@ def broken(
         )
 
     show(call(cfg, "broken"), as_json, text)
+
+
+def _daemon_command(op: str, doc: str, done: str) -> click.Command:
+    """``stop`` and ``reindex``: one op, a one-line answer."""
+
+    @click.command(op, help=doc)
+    @vault_option
+    def command(vault: str | None, config_path: Path | None, socket_path: Path | None) -> None:
+        cfg = load(vault, config_path, socket_path, client=True)
+        call(cfg, op)
+        click.echo(done)
+
+    return command
+
+
+stop = _daemon_command(
+    "stop",
+    "Stop the vault's daemon (it finishes the batch in flight).\n\nExample: wikid stop --vault notes",
+    "stopping",
+)
+reindex = _daemon_command(
+    "reindex",
+    "Rebuild the graph from the files and reconcile the whole store, in the background."
+    "\n\nExample: wikid reindex --vault notes",
+    "reindex started (wikid status shows when it is done)",
+)

@@ -20,7 +20,9 @@ from wikid.cli._common import load, vault_option, workdir_option
 def run(
     vault: str | None, config_path: Path | None, socket_path: Path | None, workdir: Path | None
 ) -> None:
-    """Run the daemon in the foreground: sync, then watch and serve the socket."""
+    """Run the daemon in the foreground: sync, then watch and serve the socket.
+
+    Example: wikid run --vault ~/Notes"""
     from wikid.server.daemon import run as run_daemon
     from wikid.server.log import configure
 
@@ -31,7 +33,9 @@ def run(
 
 @click.group()
 def service() -> None:
-    """The systemd user service."""
+    """The systemd user service.
+
+    Example: wikid service install --vault notes"""
 
 
 MARK = "# Written by `wikid service install`; `wikid service uninstall` removes it.\n"

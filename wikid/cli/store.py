@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from wikid.cli._common import load, vault_option, workdir_option
+from wikid.cli._common import UserError, load, vault_option, workdir_option
 from wikid.config import workspace_name
 
 
@@ -24,6 +24,9 @@ from wikid.config import workspace_name
 @workdir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--ignore", multiple=True, help="A gitignore-style glob to leave out (repeatable).")
+@click.option(
+    "--force", is_flag=True, help="Sync even when the vault is now empty (empties the store)."
+)
 def index(
     vault: str | None,
     config_path: Path | None,
@@ -31,15 +34,20 @@ def index(
     workdir: Path | None,
     as_json: bool,
     ignore: tuple[str, ...],
+    force: bool,
 ) -> None:
-    """Sync the vault into its LightRAG store: full the first time, incremental after."""
+    """Sync the vault into its LightRAG store: full the first time, incremental after.
+
+    Example: wikid index --vault ~/Notes --json"""
     import asyncio
 
     from wikid.core.vault import vault_options
+    from wikid.server.log import Progress, configure
     from wikid.store.lock import StoreBusy
-    from wikid.sync.index import Index
+    from wikid.sync.index import Index, VaultMissing
 
     cfg = load(vault, config_path, socket_path, workdir=workdir, ignore=ignore or None)
+    configure(cfg.log_level)  # log lines to stderr: with --json, stdout holds only JSON
 
     async def run() -> dict[str, Any]:
         idx = await Index.open(
@@ -50,30 +58,23 @@ def index(
             extraction=cfg.extraction(),
             postgres_url=cfg.postgres_url,
         )
-        live = sys.stderr.isatty() and not as_json
-        if live:
-            done = [0]
-
-            def progress(n: int) -> None:  # a live count on the terminal while the model runs
-                done[0] += n
-                sys.stderr.write(f"\rembedding {done[0]} texts, {idx.llm_calls} LLM calls ")
-                sys.stderr.flush()
-
-            idx.on_embedded(progress)
+        bar = Progress("embedding", live=sys.stderr.isatty() and not as_json)
+        idx.on_embedded(bar.update)
         try:
-            report = await idx.sync()
+            report = await idx.sync(force=force)
             if idx.extracting:
                 report["extraction"] = await idx.extract()
             return report
         finally:
-            if live:
-                sys.stderr.write("\n")
+            bar.close()
             await idx.close()
 
     try:
         result = asyncio.run(run())
     except StoreBusy as exc:
         raise click.ClickException(str(exc)) from None
+    except VaultMissing as exc:
+        raise UserError(f"{exc} (wikid index --force empties the store)") from None
     if as_json:
         click.echo(json.dumps(result))
     else:
@@ -108,7 +109,9 @@ def index(
     help="Write here instead of standard output (required for graphml).",
 )
 def export(workdir: Path, workspace: str | None, fmt: str, output: Path | None) -> None:
-    """Write the store's entities, relations and chunk ids, sorted and deterministic."""
+    """Write the store's entities, relations and chunk ids, sorted and deterministic.
+
+    Example: wikid export --workdir ~/.local/share/wikid/Notes --format graphml -o notes.graphml"""
     import asyncio
 
     from wikid.store.export import dumps, export_workdir, to_graphml
@@ -116,7 +119,7 @@ def export(workdir: Path, workspace: str | None, fmt: str, output: Path | None) 
     data = asyncio.run(export_workdir(workdir, workspace))
     if fmt == "graphml":
         if output is None:
-            raise click.UsageError("--format graphml needs --output FILE")
+            raise UserError("--format graphml needs --output FILE")
         to_graphml(data, output)
     elif output is None:
         click.echo(dumps(data))
@@ -133,7 +136,9 @@ def migrate(
     """Copy a stock-files store into the SQLite backend, vectors and all (no re-embedding).
 
     The daemon and ``wikid index`` do this by themselves on first start with the
-    sqlite backend; this command does it ahead of time and reports the counts."""
+    sqlite backend; this command does it ahead of time and reports the counts.
+
+    Example: wikid migrate --vault ~/Notes"""
     from wikid.store.migrate import migrate as run_migration
 
     cfg = load(vault, config_path, socket_path, workdir=workdir)
@@ -141,7 +146,7 @@ def migrate(
     try:
         counts = run_migration(cfg.workdir / workspace_name(cfg.path))
     except ValueError as exc:
-        raise click.UsageError(str(exc)) from exc
+        raise UserError(str(exc)) from exc
     click.echo(json.dumps(counts))
 
 
@@ -161,14 +166,14 @@ def lightrag_server(
     """Start LightRAG's own API server and WebUI on this vault's store, to browse its graph.
 
     Extra arguments go to ``lightrag-server`` (e.g. ``--port 9621``). Needs LightRAG's
-    server extra: ``pip install 'lightrag-hku[api]'``."""
+    server extra: ``pip install 'lightrag-hku[api]'``.
+
+    Example: wikid lightrag-server --vault ~/Notes -- --port 9621"""
     from wikid.store import sqlite_backend
 
     cfg = load(vault, config_path, socket_path, workdir=workdir)
     if cfg.store != "sqlite":
-        raise click.UsageError(
-            "the stock-files store needs no wikid code: run lightrag-server itself"
-        )
+        raise UserError("the stock-files store needs no wikid code: run lightrag-server itself")
     sqlite_backend.register()
     kv, vector, graph, doc_status = sqlite_backend.class_names()
     os.environ.update(
@@ -187,7 +192,7 @@ def lightrag_server(
     try:
         from lightrag.api import lightrag_server as server
     except ImportError as exc:
-        raise click.UsageError(
+        raise UserError(
             f"LightRAG's server is not installed ({exc}); pip install 'lightrag-hku[api]>=1.5.7,<1.6'"
         ) from exc
     _offline_tokenizer_fallback()

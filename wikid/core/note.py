@@ -120,7 +120,46 @@ def _split_frontmatter(text: str) -> tuple[str | None, str, int]:
     return None, text, 1  # an unterminated "---" is a horizontal rule, not frontmatter
 
 
+_PLACEHOLDER = re.compile(r"\{\{[^{}\n]*\}\}")
+
+
+def _masked(fm_text: str) -> tuple[str, dict[str, str]]:
+    """Template placeholders ({{date}}, {{title}}) as plain tokens: Obsidian fills them
+    when a note is made from the template, and unquoted they are not YAML."""
+    found: dict[str, str] = {}
+
+    def token(m: re.Match[str]) -> str:
+        key = f"wikidtpl{len(found)}x"
+        found[key] = m.group(0)
+        return key
+
+    return _PLACEHOLDER.sub(token, fm_text), found
+
+
+def _unmasked(value: Any, found: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for key, original in found.items():
+            value = value.replace(key, original)
+        return value
+    if isinstance(value, list):
+        return [_unmasked(v, found) for v in value]
+    if isinstance(value, dict):
+        return {k: _unmasked(v, found) for k, v in value.items()}
+    return value
+
+
 def _load_yaml(fm_text: str) -> tuple[dict[str, Any], str | None]:
+    props, error = _load_yaml_once(fm_text)
+    if error is None or "{{" not in fm_text:
+        return props, error
+    masked, found = _masked(fm_text)
+    retried, retry_error = _load_yaml_once(masked)
+    if retry_error is not None and retry_error.startswith("invalid frontmatter YAML"):
+        return props, error  # not (only) the placeholders: keep the first reading
+    return {k: _unmasked(v, found) for k, v in retried.items()}, retry_error
+
+
+def _load_yaml_once(fm_text: str) -> tuple[dict[str, Any], str | None]:
     try:
         meta = frontmatter.loads(f"---\n{fm_text}\n---\n").metadata
     except Exception as exc:

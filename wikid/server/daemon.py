@@ -27,6 +27,7 @@ from wikid.ask.answer import answer
 from wikid.config import VaultConfig, load
 from wikid.core.vault import VaultOptions, changed, snapshot, vault_options, vault_present
 from wikid.server import api, browse, protocol
+from wikid.server.log import Progress
 from wikid.server.notify import notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
 from wikid.server.watcher import Watcher
@@ -75,6 +76,8 @@ class Daemon:
         self.phase = "starting"
         self.in_flight = 0  # paths of the batch being applied
         self.vault_missing = False
+        self.progress = Progress("embedding", live=False)  # log events, not a bar
+        self._notified = 0.0
         self._snapshot: dict[str, tuple[int, int]] = {}
         self._tasks: list[asyncio.Task[Any]] = []
 
@@ -95,6 +98,14 @@ class Daemon:
     def watcher(self) -> Watcher:
         assert self._watcher is not None, "the watcher starts before the initial sync"
         return self._watcher
+
+    def _embedded(self, done: int, total: int) -> None:
+        """The store embedded more texts: progress for status, the log and systemd,
+        which must not time out a long first sync (EXTEND_TIMEOUT_USEC)."""
+        self.progress.update(done, total)
+        if not self.ready and time.monotonic() - self._notified >= Progress.EVERY_S:
+            self._notified = time.monotonic()
+            notify(f"STATUS=initial sync: {self.progress.line()}", "EXTEND_TIMEOUT_USEC=60000000")
 
     def _phase(self, phase: str) -> None:
         self.phase = phase
@@ -133,6 +144,7 @@ class Daemon:
             postgres_url=self.cfg.postgres_url,
         )
         self.costs = self.index.cost_ledger()
+        self.index.on_embedded(self._embedded)
         if self.stopping.is_set():  # stopped while loading
             await self.index.close()
             return 0
@@ -146,7 +158,11 @@ class Daemon:
         self._phase("initial sync")
         self._snapshot = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
         async with self._batch_lock:  # queries wait for it (see _consistent)
-            report = await self.index.sync()
+            self.busy = True
+            try:
+                report = await self.index.sync()
+            finally:
+                self.busy = False
         self.last_sync = time.time()
         log.info("initial sync", vault=str(self.cfg.path), **report)
         self.ready = True
@@ -415,6 +431,9 @@ class Daemon:
             f"unknown op {op!r}; known: {', '.join(OPS)}",
         )
 
+    def _embedding(self) -> bool:
+        return self.busy and self.progress.total > 0 and self.progress.done < self.progress.total
+
     def status(self) -> dict[str, Any]:
         """What the daemon holds and does; answered from the first moment (before the
         vault is loaded, with zeros), and never waits for a batch."""
@@ -423,7 +442,9 @@ class Daemon:
         return {
             "vault": str(self.cfg.path),
             "ready": self.ready,
-            "phase": self.phase,
+            "phase": self.phase
+            + (f": {self.progress.line()}" if self._embedding() and not self.ready else ""),
+            "progress": self.progress.as_dict() if self._embedding() else None,
             "notes": len(idx.graph.notes) if idx else 0,
             "entities": counts["entities"],
             "relations": counts["relations"],

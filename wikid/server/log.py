@@ -66,3 +66,63 @@ def configure(level: str = "info", *, json_lines: bool | None = None) -> None:
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         cache_logger_on_first_use=True,
     )
+
+
+class Progress:
+    """Long work, shown with a total, a rate and an ETA: a tqdm bar on a terminal,
+    else a structlog ``progress`` event every ``EVERY_S`` seconds (the journal).
+    ``update(done, total)`` is the store's embedding callback."""
+
+    EVERY_S = 5.0
+
+    def __init__(self, phase: str, *, live: bool) -> None:
+        self.phase, self.live = phase, live
+        self.done = self.total = 0
+        self.started = self._logged = time.monotonic()
+        self._bar: Any = None
+
+    def update(self, done: int, total: int) -> None:
+        if done < self.done:  # a new batch: start over
+            self.started = time.monotonic()
+        self.done, self.total = done, total
+        if self.live:
+            if self._bar is None:
+                from tqdm import tqdm
+
+                self._bar = tqdm(total=total, desc=self.phase, unit="text", file=sys.stderr)
+            self._bar.total = total
+            self._bar.n = done
+            self._bar.refresh()
+        elif time.monotonic() - self._logged >= self.EVERY_S or done == total:
+            self._logged = time.monotonic()
+            structlog.get_logger("wikid").info("progress", **self.as_dict())
+
+    def as_dict(self) -> dict[str, Any]:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        rate = self.done / elapsed
+        eta = (self.total - self.done) / rate if rate > 0 else None
+        return {
+            "phase": self.phase,
+            "done": self.done,
+            "total": self.total,
+            "rate_per_s": round(rate, 1),
+            "eta_s": None if eta is None else round(eta),
+        }
+
+    def line(self) -> str:
+        """ "embedding 4,210/13,415, ETA 6 min" """
+        d = self.as_dict()
+        eta = "" if d["eta_s"] is None else f", ETA {_duration(d['eta_s'])}"
+        return f"{self.phase} {self.done:,}/{self.total:,}{eta}"
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from wikid.store._sqlite import Database
+from wikid.store._sqlite import Database, in_batches
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -254,6 +254,15 @@ class Ledger:
                 self.db.execute(f"DELETE FROM {table}")
 
     # vectors
+
+    def cached(self, hashes: Iterable[str]) -> set[str]:
+        """Which of these text hashes have a cached vector (reads no vector)."""
+        found: set[str] = set()
+        for part in in_batches(list(hashes)):
+            marks = ",".join("?" * len(part))
+            rows = self.db.execute(f"SELECT hash FROM vectors WHERE hash IN ({marks})", part)
+            found.update(r[0] for r in rows)
+        return found
 
     def vectors(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}

@@ -144,8 +144,10 @@ class Store:
         self.llm_calls = 0
         self.embedded = 0  # texts actually sent to the model (cache misses)
         self._caching = False
-        # Called with the number of texts just embedded (a progress bar in ``wikid index``).
-        self.progress: Callable[[int], None] | None = None
+        # Called with (done, total): texts embedded so far of those the batch must embed
+        # (a progress bar in ``wikid index``, the daemon's status and log).
+        self.progress: Callable[[int, int], None] | None = None
+        self._todo = self._done = 0
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / workspace).mkdir(parents=True, exist_ok=True)
         self.ledger = Ledger(workdir / workspace / ledger_file(backend))
@@ -185,8 +187,9 @@ class Store:
             vectors = await asyncio.to_thread(self.embedder.embed, [t for _, t in missing])
             fresh = {h: v for (h, _), v in zip(missing, vectors, strict=True)}
             self.embedded += len(missing)
+            self._done += len(missing)
             if self.progress is not None:
-                self.progress(len(missing))
+                self.progress(self._done, max(self._todo, self._done))
             if self._caching:
                 self.ledger.add_vectors(fresh)
             cached.update(fresh)
@@ -256,6 +259,8 @@ class Store:
         its transaction opens: a crash mid-batch never costs those embeddings again, and
         the transaction itself stays short."""
         texts = [v["content"] for rows in self._vector_rows(ops) for v in rows.values()]
+        hashes = {text_hash(t) for t in texts}
+        self._todo, self._done = len(hashes - self.ledger.cached(hashes)), 0
         self._caching = True
         try:
             for i in range(0, len(texts), 256):

@@ -215,8 +215,8 @@ class Index:
     def model_id(self) -> str:
         return self.store.embedder.model_id
 
-    def on_embedded(self, callback: Callable[[int], None] | None) -> None:
-        """Call ``callback(n)`` after each ``n`` texts embedded (progress displays)."""
+    def on_embedded(self, callback: Callable[[int, int], None] | None) -> None:
+        """Call ``callback(done, total)`` as a batch embeds its new texts (progress)."""
         self.store.progress = callback
 
     def counts(self) -> dict[str, int]:
@@ -276,22 +276,30 @@ class Index:
         """Write what extraction brought for ``hashes``: one batch."""
         return await self.sink.apply_extracted(hashes)
 
-    async def sync(self) -> dict[str, Any]:
+    def _refuse_empty(self, before: dict[str, str], notes: set[str], force: bool) -> None:
+        """A store full of notes and a vault with none is a missing folder, an unmounted
+        drive or a failed sync tool far more often than a wish to delete everything."""
+        if before and not force and (not notes or not vault_present(self.vault)):
+            raise VaultMissing(
+                f"the vault {self.vault} is missing or has no notes, but its store holds "
+                f"{len(before)}: nothing was removed"
+            )
+
+    async def sync(self, force: bool = False) -> dict[str, Any]:
         """The first sync: from the parse cache, one update with the files that changed
         since the last run; else a full reconcile (first run, or a cache not trusted)."""
         started = time.perf_counter()
         before = self.store.ledger.digests()
-        if before and not vault_present(self.vault):
-            raise VaultMissing(
-                f"the vault {self.vault} is missing or empty, but its store holds "
-                f"{len(before)} notes: nothing was removed"
-            )
         report: BatchReport
         if self.startup is not None:  # the graph is the store's: bring it up to date
             self.sink.prime()
-            _, report = await self.update(self.startup)
+            changes = await asyncio.to_thread(self.vg.read, self.startup)
+            gone = {p for p, n in changes[0].items() if n is None}
+            self._refuse_empty(before, (set(self.vg.notes) - gone) | set(changes[0]) - gone, force)
+            report = await self.sink.apply(self.vg.apply(changes))
             self.startup = None
         else:
+            self._refuse_empty(before, set(self.vg.notes), force)
             report = await self.sink.reconcile_all()
         now = {p: n.digest for p, n in self.vg.notes.items()}
         counts = self.store.ledger.counts()

@@ -1,0 +1,166 @@
+"""A user's mistakes get one line and exit 2, and destroy nothing; the output a
+script reads stays clean. Real processes, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from daemontools import EXAMPLE, DaemonProc
+from graphtools import write
+
+
+def _wikid(
+    *args: str | Path, env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wikid", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("WIKID_", "XDG_"))},
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+
+
+def _one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), proc.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_vault_that_is_not_there_creates_nothing(tmp_path: Path, env: dict[str, str]) -> None:
+    for command in (["index"], ["run"], ["graph"]):
+        proc = _wikid(*command, "--vault", tmp_path / "no" / "such" / "dir", env=env)
+        _one_line_error(proc, "does not exist")
+    a_file = tmp_path / "file.md"
+    a_file.write_text("x", encoding="utf-8")
+    _one_line_error(_wikid("index", "--vault", a_file, env=env), "not a folder")
+    assert not (tmp_path / "data").exists() and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("toml", "words"),
+    [
+        ("vaults = 5\n", ("vaults must be tables",)),
+        ("reconcile_interval_s = 0\n", ("reconcile_interval_s", "0.5")),
+        ("max_note_bytes = -1\n", ("max_note_bytes", "-1")),
+        ("debounce_ms = 'soon'\n", ("debounce_ms",)),
+        ("log_level = 'loud'\n", ("log_level", "loud")),
+        ("colour = 'blue'\n", ("unknown key", "colour")),
+    ],
+)
+def test_a_bad_config_value_names_the_key(
+    tmp_path: Path, env: dict[str, str], toml: str, words: tuple[str, ...]
+) -> None:
+    config = tmp_path / "wikid.toml"
+    config.write_text(toml, encoding="utf-8")
+    proc = _wikid("index", "--vault", EXAMPLE, "--config", config, env=env)
+    _one_line_error(proc, *words)
+
+
+def test_an_emptied_vault_never_wipes_its_store(tmp_path: Path, env: dict[str, str]) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE, vault)
+    first = json.loads(_wikid("index", "--vault", vault, "--json", env=env).stdout)
+    for note in vault.rglob("*.md"):
+        note.unlink()  # as a failed sync tool or a wrong folder would leave it
+    proc = _wikid("index", "--vault", vault, "--json", env=env)
+    _one_line_error(proc, "has no notes", "--force")
+    shutil.rmtree(tmp_path / "restore", ignore_errors=True)
+    shutil.copytree(EXAMPLE, tmp_path / "restore")
+    for note in (tmp_path / "restore").rglob("*.md"):  # the notes come back: all still there
+        dest = vault / note.relative_to(tmp_path / "restore")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(note, dest)
+    back = json.loads(_wikid("index", "--vault", vault, "--json", env=env).stdout)
+    assert back["entities"] == first["entities"] and back["embedded"] == 0
+    for note in vault.rglob("*.md"):
+        note.unlink()
+    forced = json.loads(_wikid("index", "--vault", vault, "--json", "--force", env=env).stdout)
+    assert forced["notes"] == 0 and forced["removed"] == first["notes"]
+
+
+def test_json_stdout_holds_only_json_even_when_a_migration_runs(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE, vault)
+    stock = _wikid(
+        "index", "--vault", vault, "--json", env={**env, "WIKID_STORE": "lightrag-files"}
+    )
+    assert stock.returncode == 0, stock.stderr
+    migrated = _wikid("index", "--vault", vault, "--json", env=env)  # sqlite: migrates first
+    assert migrated.returncode == 0, migrated.stderr
+    assert json.loads(migrated.stdout)["embedded"] == 0  # one JSON document, nothing else
+    assert "migrated" in migrated.stderr
+
+
+def test_a_dotenv_in_the_current_folder_is_not_read(tmp_path: Path, env: dict[str, str]) -> None:
+    (tmp_path / ".env").write_text("WIKID_TEST_FROM_DOTENV=1\nMAX_ASYNC=999\n", encoding="utf-8")
+    probe = (
+        "import os, wikid, lightrag.utils, lightrag.lightrag\n"
+        "print(os.environ.get('WIKID_TEST_FROM_DOTENV'), os.environ.get('MAX_ASYNC'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert out.stdout.split() == ["None", "None"], out.stdout + out.stderr
+
+
+def test_templates_with_placeholders_are_not_rejected(tmp_path: Path) -> None:
+    from wikid.core.graph import VaultGraph
+
+    write(
+        tmp_path,
+        "Templates/Daily.md",
+        "---\ncreated: {{date}}\ntitle: {{title}}\ntags: [daily]\n---\n# {{title}}\n",
+    )
+    write(
+        tmp_path,
+        "Templates/Meeting.md",
+        '---\nwhen: {{date:YYYY-MM-DD}} {{time}}\nup: "[[Home]]"\n---\nNotes\n',
+    )
+    vg = VaultGraph.load(tmp_path)
+    assert not vg.problems
+    assert vg.notes["Templates/Daily.md"].properties["created"] == "{{date}}"
+    assert [lk.target for lk in vg.notes["Templates/Meeting.md"].links] == ["Home"]
+
+
+def test_socket_alone_is_enough_for_a_client_command(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE, vault)
+    d = DaemonProc(vault, tmp_path).start()
+    try:
+        env = {k: v for k, v in d.env.items() if not k.startswith("WIKID_PATH")}
+        proc = _wikid("status", "--socket", d.socket, "--json", env=env, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["vault"] == str(vault.resolve())
+        stopped = _wikid("stop", "--socket", d.socket, env=env, cwd=tmp_path)
+        assert stopped.returncode == 0 and "stopping" in stopped.stdout
+        assert d.proc is not None and d.proc.wait(timeout=60) == 0
+    finally:
+        d.stop()
