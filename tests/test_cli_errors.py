@@ -164,3 +164,48 @@ def test_socket_alone_is_enough_for_a_client_command(tmp_path: Path) -> None:
         assert d.proc is not None and d.proc.wait(timeout=60) == 0
     finally:
         d.stop()
+
+
+def test_two_vaults_with_one_folder_name_never_share_a_store(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    from wikid.config import load
+
+    work, home = tmp_path / "work" / "Notes", tmp_path / "home" / "Notes"
+    write(work, "Work.md", "# Work\n[[Plan]]\n")
+    write(home, "Home.md", "# Home\n[[Garden]]\n")
+    for vault in (work, home):
+        assert _wikid("index", "--vault", vault, "--json", env=env).returncode == 0
+    cfg_w = load(None, work, environ=env)
+    cfg_h = load(None, home, environ=env)
+    assert cfg_w.workspace != cfg_h.workspace and cfg_w.socket != cfg_h.socket
+    stores = sorted(
+        p.parent.name for p in (tmp_path / "data" / "wikid").glob("*/*/wikid-store.sqlite")
+    )
+    assert len(stores) == 2 and all(s.startswith("Notes_") for s in stores)
+    graph_w = json.loads(_wikid("graph", "--vault", work, "--json", env=env).stdout)
+    assert {n["id"] for n in graph_w["nodes"] if n["kind"] == "note"} == {"Work.md"}
+
+
+def test_a_store_under_the_old_naming_is_moved_not_rebuilt(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    import asyncio
+
+    from wikid.sync.index import Index
+
+    vault = tmp_path / "Notes"
+    shutil.copytree(EXAMPLE, vault)
+    old_workdir = tmp_path / "data" / "wikid" / "Notes"
+
+    async def build_old() -> None:  # what wikid 0.1 left: data/wikid/Notes/Notes/
+        idx = await Index.open(vault, old_workdir, workspace="Notes")
+        await idx.sync()
+        await idx.close()
+
+    asyncio.run(build_old())
+    report = json.loads(_wikid("index", "--vault", vault, "--json", env=env).stdout)
+    assert report["embedded"] == 0 and report["added"] == 0  # the same store, moved
+    assert not old_workdir.exists()
+    (moved,) = (tmp_path / "data" / "wikid").glob("Notes_*/Notes_*/wikid-store.sqlite")
+    assert moved.exists()

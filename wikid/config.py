@@ -12,6 +12,7 @@ defaults for every vault; ``[vaults.NAME]`` tables hold per-vault keys (at least
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -54,16 +55,31 @@ class ExtractSettings:
     retry_s: float = 30.0
 
 
+def safe_name(name: str) -> str:
+    """Letters, digits and "_" only, as LightRAG's server insists for a workspace."""
+    return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or "vault"
+
+
 def workspace_name(vault: Path) -> str:
-    """A LightRAG workspace name for a vault: its folder name, made safe (letters,
-    digits and "_" only, as LightRAG's server insists)."""
-    name = re.sub(r"[^A-Za-z0-9_]+", "_", vault.resolve().name).strip("_")
-    return name or "vault"
+    """A vault's key when no [vaults.NAME] table names it: its folder name and a short
+    hash of its full path, so ~/work/Notes and ~/home/Notes never share a store,
+    a LightRAG workspace or a socket."""
+    path = vault.expanduser().resolve()
+    digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:8]
+    return f"{safe_name(path.name)}_{digest}"
 
 
-def default_workdir(vault: Path) -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "wikid" / workspace_name(vault)
+def legacy_workspace_name(vault: Path) -> str:
+    """What wikid before 0.2 named every vault: its folder name alone."""
+    return safe_name(vault.expanduser().resolve().name)
+
+
+def data_home() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")) / "wikid"
+
+
+def default_workdir(vault: Path, name: str | None = None) -> Path:
+    return data_home() / safe_name(name or workspace_name(vault))
 
 
 @dataclass(frozen=True)
@@ -124,9 +140,22 @@ class VaultConfig:
             self,
             path=path,
             name=name,
-            workdir=(self.workdir.expanduser() if self.workdir else default_workdir(path)),
-            socket=(self.socket.expanduser() if self.socket else default_socket(name)),
+            workdir=(self.workdir.expanduser() if self.workdir else default_workdir(path, name)),
+            socket=(self.socket.expanduser() if self.socket else default_socket(safe_name(name))),
         )
+
+    @property
+    def workspace(self) -> str:
+        """The vault's LightRAG workspace (and its store's folder name)."""
+        return safe_name(self.name or workspace_name(self.path))
+
+    def legacy_store(self) -> Path | None:
+        """Where wikid before 0.2 kept this vault's store by default (to be moved, not
+        rebuilt); None when the working dir was given explicitly."""
+        if self.workdir != default_workdir(self.path, self.name or None):
+            return None
+        old = legacy_workspace_name(self.path)
+        return data_home() / old / old
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-safe view, with no secrets."""

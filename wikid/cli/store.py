@@ -16,7 +16,6 @@ from typing import Any
 import click
 
 from wikid.cli._common import UserError, load, vault_option, workdir_option
-from wikid.config import workspace_name
 
 
 @click.command()
@@ -53,6 +52,8 @@ def index(
         idx = await Index.open(
             cfg.path,
             cfg.workdir,
+            workspace=cfg.workspace,
+            adopt_from=cfg.legacy_store(),
             backend=cfg.store,
             options=vault_options(cfg),
             extraction=cfg.extraction(),
@@ -144,7 +145,7 @@ def migrate(
     cfg = load(vault, config_path, socket_path, workdir=workdir)
     assert cfg.workdir is not None  # load() always fills it in
     try:
-        counts = run_migration(cfg.workdir / workspace_name(cfg.path))
+        counts = run_migration(cfg.workdir / cfg.workspace)
     except ValueError as exc:
         raise UserError(str(exc)) from exc
     click.echo(json.dumps(counts))
@@ -179,7 +180,7 @@ def lightrag_server(
     os.environ.update(
         {
             "WORKING_DIR": str(cfg.workdir),
-            "WORKSPACE": workspace_name(cfg.path),
+            "WORKSPACE": cfg.workspace,
             "LIGHTRAG_KV_STORAGE": kv,
             "LIGHTRAG_VECTOR_STORAGE": vector,
             "LIGHTRAG_GRAPH_STORAGE": graph,

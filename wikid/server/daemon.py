@@ -138,6 +138,8 @@ class Daemon:
         self.index = await Index.open(
             self.cfg.path,
             self.cfg.workdir,
+            workspace=self.cfg.workspace,
+            adopt_from=self.cfg.legacy_store(),
             options=self._options(),
             backend=self.cfg.store,
             extraction=self.cfg.extraction(),

@@ -29,6 +29,7 @@ from wikid.store.embed import Embedder, default_embedder
 from wikid.store.lock import StoreLock
 from wikid.store.migrate import migrate, needs_migration
 from wikid.store.rag import Store
+from wikid.store.relocate import adopt
 from wikid.sync import restart
 from wikid.sync.extract import ExtractionCache, Extractor, Job
 from wikid.sync.implicit import ImplicitIndex
@@ -69,14 +70,19 @@ class Index:
         workspace: str | None = None,
         extraction: ExtractSettings | None = None,
         postgres_url: str | None = None,
+        adopt_from: Path | None = None,
     ) -> Index:
-        """Open (creating if needed) the store of ``vault`` and load its graph.
+        """Open (creating if needed) the store of ``vault`` and load its graph;
+        ``adopt_from``: a store folder under wikid's old naming, moved here if it is
+        this vault's and none is here yet.
 
         LightRAG keeps each workspace's data in process-wide memory, so within one
         process a workspace name must always mean the same working dir."""
         vault = Path(vault)
         workdir = Path(workdir) if workdir else default_workdir(vault)
         workspace = workspace or workspace_name(vault)
+        if adopt_from is not None:
+            adopt(adopt_from, workdir / workspace, vault.resolve())
         lock = StoreLock(workdir / workspace)  # StoreBusy when another writer has it
         try:
             return await cls._open(
@@ -121,6 +127,7 @@ class Index:
             postgres_url=postgres_url,
         )
         await store.open()
+        store.ledger.set_meta({"vault": str(vault.resolve())})
         plan, reason = await asyncio.to_thread(
             restart.plan, store.ledger, vault, options, extraction is not None
         )
