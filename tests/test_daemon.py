@@ -200,15 +200,18 @@ def test_notify_protocol_ready_and_status(tmp_path: Path) -> None:
     ).start(wait=False)
     messages: list[str] = []
     try:
-        while not any("READY=1" in m for m in messages):
+        while not any("STATUS=watching 6 notes" in m for m in messages):
             messages.append(sink.recv(4096).decode())
         d.wait_ready()
     finally:
         d.stop()
         sink.close()
     assert any(m.startswith("STATUS=") for m in messages)
-    ready = next(m for m in messages if "READY=1" in m)
-    assert "STATUS=watching 6 notes" in ready
+    # READY=1 as soon as links and search answer (the store may still be embedding),
+    # then the status of the finished first sync.
+    readies = [m for m in messages if "READY=1" in m]
+    assert "links and search are ready" in readies[0]
+    assert "STATUS=watching 6 notes" in readies[-1]
 
 
 def test_client_says_how_to_start_a_daemon(tmp_path: Path) -> None:

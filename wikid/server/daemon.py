@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import resource
 import signal
 import time
@@ -30,6 +29,7 @@ from wikid.server import api, browse, protocol
 from wikid.server.log import Progress
 from wikid.server.notify import notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
+from wikid.server.status import status_reply
 from wikid.server.watcher import Watcher
 from wikid.store.llm import LLMError
 from wikid.store.lock import StoreBusy
@@ -41,7 +41,6 @@ NO_LLM = (
     "and WIKID_LLM_MODEL (and WIKID_LLM_API_KEY if the endpoint needs one), or llm_base_url "
     "and llm_model in the config; llm_kind is openai (any OpenAI-compatible server) or ollama"
 )
-NO_COST = {"by_phase": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None}
 EXTRACT_SLICE = 64  # extraction calls per written batch on a cold start
 QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"
 OPS = (
@@ -76,6 +75,7 @@ class Daemon:
         self.phase = "starting"
         self.in_flight = 0  # paths of the batch being applied
         self.vault_missing = False
+        self.serving = False  # links and search answer (the store may still embed)
         self.progress = Progress("embedding", live=False)  # log events, not a bar
         self._notified = 0.0
         self._snapshot: dict[str, tuple[int, int]] = {}
@@ -106,6 +106,12 @@ class Daemon:
         if not self.ready and time.monotonic() - self._notified >= Progress.EVERY_S:
             self._notified = time.monotonic()
             notify(f"STATUS=initial sync: {self.progress.line()}", "EXTEND_TIMEOUT_USEC=60000000")
+
+    def _serving(self) -> None:
+        """The graph is loaded and the search index written: links, backlinks, broken and
+        search answer now, while the store may still be embedding. Tell systemd."""
+        self.serving = True
+        notify("READY=1", "STATUS=initial sync: links and search are ready")
 
     def _phase(self, phase: str) -> None:
         self.phase = phase
@@ -147,6 +153,7 @@ class Daemon:
         )
         self.costs = self.index.cost_ledger()
         self.index.on_embedded(self._embedded)
+        self.index.on_search_ready(self._serving)
         if self.stopping.is_set():  # stopped while loading
             await self.index.close()
             return 0
@@ -167,7 +174,7 @@ class Daemon:
                 self.busy = False
         self.last_sync = time.time()
         log.info("initial sync", vault=str(self.cfg.path), **report)
-        self.ready = True
+        self.ready = self.serving = True
         self.phase = f"watching {report['notes']} notes"
         notify("READY=1", f"STATUS={self.phase}")
         self._tasks = [self._spawn(self._batch_loop()), self._spawn(self._reconcile_loop())]
@@ -365,13 +372,15 @@ class Daemon:
     # -- socket ----------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def _consistent(self) -> AsyncIterator[None]:
+    async def _consistent(self, search: bool = False) -> AsyncIterator[None]:
         """With the sqlite backend a batch's rows are visible on the daemon's own
         connection before it commits, so a store query waits for the batch in flight
         (milliseconds per edit) instead of reading half of it. Stock files batches take
         seconds and their storages are already half-updated in memory mid-batch, so
         there a query is served between the batch's awaits, as before."""
-        if self.cfg.store != "sqlite":
+        if self.cfg.store != "sqlite" or (search and self.serving and not self.ready):
+            # During the first sync the search index is written and committed before the
+            # long batches, which no longer touch it: search need not wait for them.
             yield
             return
         try:
@@ -419,7 +428,7 @@ class Daemon:
                 ev["llm"] = "configured" if self.cfg.llm() else NO_LLM
             return ev, False
         if op == "search":
-            async with self._consistent():
+            async with self._consistent(search=True):
                 return api.search(
                     self.index, req.get("text"), req.get("k"), req.get("folder"), req.get("tag")
                 ), False
@@ -433,50 +442,22 @@ class Daemon:
             f"unknown op {op!r}; known: {', '.join(OPS)}",
         )
 
-    def _embedding(self) -> bool:
+    def embedding(self) -> bool:
+        """A batch is embedding texts right now (status shows its progress)."""
         return self.busy and self.progress.total > 0 and self.progress.done < self.progress.total
 
+    @property
+    def loaded(self) -> Index | None:
+        """The index once the vault is loaded, else None (for status)."""
+        return self._index
+
+    @property
+    def watching(self) -> Watcher | None:
+        """The watcher once started, else None (for status)."""
+        return self._watcher
+
     def status(self) -> dict[str, Any]:
-        """What the daemon holds and does; answered from the first moment (before the
-        vault is loaded, with zeros), and never waits for a batch."""
-        idx = self._index
-        counts = idx.counts() if idx else {"entities": 0, "relations": 0, "chunks": 0}
-        return {
-            "vault": str(self.cfg.path),
-            "ready": self.ready,
-            "phase": self.phase
-            + (f": {self.progress.line()}" if self._embedding() and not self.ready else ""),
-            "progress": self.progress.as_dict() if self._embedding() else None,
-            "notes": len(idx.graph.notes) if idx else 0,
-            "entities": counts["entities"],
-            "relations": counts["relations"],
-            "chunks": counts["chunks"],
-            "queue": (self._watcher.queued if self._watcher else 0) + self.in_flight,
-            "busy": self.busy,
-            "lag_seconds": round(self._watcher.lag, 3) if self._watcher else 0.0,
-            "last_sync": self.last_sync,
-            "batches": self.batches,
-            "rejected": idx.graph.problems if idx else {},
-            "store": {
-                "backend": self.cfg.store,
-                "workdir": str(self.cfg.workdir),
-                "behind": self.store_behind,
-                "last_error": self.last_error,
-            },
-            "embedding_model": idx.model_id if idx else None,
-            "llm_calls": idx.llm_calls if idx else 0,
-            "llm": {"configured": self.cfg.llm() is not None, "model": self.cfg.llm_model},
-            "extraction": idx.extraction_status() if idx else {"enabled": False},
-            "cost": self.costs.totals(self.cfg.llm_prices) if idx else NO_COST,
-            "reindexing": self.reindexing,
-            "vault_missing": self.vault_missing,
-            "watcher": {
-                "alive": self._watcher.alive if self._watcher else False,
-                "last_event": self._watcher.last_event if self._watcher else None,
-            },
-            "uptime_seconds": round(time.time() - self.started, 1),
-            "pid": os.getpid(),
-        }
+        return status_reply(self)
 
 
 def run(cfg: VaultConfig, config_path: Path | None = None) -> int:

@@ -226,6 +226,11 @@ class Index:
         """Call ``callback(done, total)`` as a batch embeds its new texts (progress)."""
         self.store.progress = callback
 
+    def on_search_ready(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback()`` when the first sync has made links and search usable, before
+        the store is fully embedded (at once when the sync starts from the parse cache)."""
+        self.sink.on_search_ready = callback
+
     def counts(self) -> dict[str, int]:
         """entities, relations, chunks (and documents) the store holds, from the ledger."""
         return self.store.ledger.counts()
@@ -299,6 +304,8 @@ class Index:
         before = self.store.ledger.digests()
         report: BatchReport
         if self.startup is not None:  # the graph is the store's: bring it up to date
+            if self.sink.on_search_ready is not None:
+                self.sink.on_search_ready()  # the search index is the store's too
             self.sink.prime()
             changes = await asyncio.to_thread(self.vg.read, self.startup)
             gone = {p for p, n in changes[0].items() if n is None}

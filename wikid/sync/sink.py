@@ -63,6 +63,8 @@ class Sink:
         self.search = SearchIndex(store.ledger.database)
         self.implicit = implicit or ImplicitIndex(None)
         self._forced: dict[str, set[str]] = {}
+        # Called once a full reconcile has written the search index (serving starts).
+        self.on_search_ready: Callable[[], None] | None = None
         self._salience: dict[str, dict[str, float]] = {}  # note -> chunk id -> score
 
     # -- entry points -----------------------------------------------------------
@@ -91,6 +93,14 @@ class Sink:
         # In slices, each its own batch: memory stays bounded on a cold index of a big
         # vault. Every key belongs to one slice and is computed from the whole graph, so
         # the slices add up to one full reconcile; torn keys are forced in the first.
+        # Full-text search first, committed on its own: on a cold start it is ready in
+        # seconds while the store embeds (it is a function of the notes alone, and a
+        # crash before the store catches up leaves it rewritten on the next start).
+        await asyncio.to_thread(
+            self.search.update, {p: self.vg.notes.get(p) for p in sorted(stale)}
+        )
+        if self.on_search_ready is not None:
+            self.on_search_ready()
         parts = max(1, -(-(len(nodes) + len(pairs)) // SLICE_KEYS))
         ns, ps, ts = sorted(nodes), sorted(pairs), sorted(notes | stale)
         total = BatchReport()
@@ -102,7 +112,7 @@ class Sink:
                 set(ps[i::parts]),
                 {p for p in ts[i::parts] if p in notes},
                 force=self.ledger.pending() if i == 0 else {},
-                searched={p for p in ts[i::parts] if p in stale},
+                searched=set(),
                 files=restart.all_file_rows(self.vg) if i == 0 else None,
                 all_files=i == 0,
             )

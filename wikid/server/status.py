@@ -1,0 +1,60 @@
+"""The ``status`` reply: what the daemon holds and does.
+
+Why apart: it is the one op that must answer at every moment, before the vault
+is loaded and while a batch runs, so it reads only counters, the graph's sizes and
+cheap ledger counts, never anything a batch holds.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wikid.server.daemon import Daemon
+
+NO_COST = {"by_phase": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None}
+
+
+def status_reply(d: Daemon) -> dict[str, Any]:
+    """What the daemon holds and does; answered from the first moment (before the
+    vault is loaded, with zeros), and never waits for a batch."""
+    idx = d.loaded
+    counts = idx.counts() if idx else {"entities": 0, "relations": 0, "chunks": 0}
+    return {
+        "vault": str(d.cfg.path),
+        "ready": d.ready,
+        "serving": d.serving,
+        "phase": d.phase + (f": {d.progress.line()}" if d.embedding() and not d.ready else ""),
+        "progress": d.progress.as_dict() if d.embedding() else None,
+        "notes": len(idx.graph.notes) if idx else 0,
+        "entities": counts["entities"],
+        "relations": counts["relations"],
+        "chunks": counts["chunks"],
+        "queue": (d.watching.queued if d.watching else 0) + d.in_flight,
+        "busy": d.busy,
+        "lag_seconds": round(d.watching.lag, 3) if d.watching else 0.0,
+        "last_sync": d.last_sync,
+        "batches": d.batches,
+        "rejected": idx.graph.problems if idx else {},
+        "store": {
+            "backend": d.cfg.store,
+            "workdir": str(d.cfg.workdir),
+            "behind": d.store_behind,
+            "last_error": d.last_error,
+        },
+        "embedding_model": idx.model_id if idx else None,
+        "llm_calls": idx.llm_calls if idx else 0,
+        "llm": {"configured": d.cfg.llm() is not None, "model": d.cfg.llm_model},
+        "extraction": idx.extraction_status() if idx else {"enabled": False},
+        "cost": d.costs.totals(d.cfg.llm_prices) if idx else NO_COST,
+        "reindexing": d.reindexing,
+        "vault_missing": d.vault_missing,
+        "watcher": {
+            "alive": d.watching.alive if d.watching else False,
+            "last_event": d.watching.last_event if d.watching else None,
+        },
+        "uptime_seconds": round(time.time() - d.started, 1),
+        "pid": os.getpid(),
+    }
