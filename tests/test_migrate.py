@@ -47,7 +47,7 @@ def test_migrate_command_reports_counts_and_refuses_twice(tmp_path: Path) -> Non
     shutil.copytree(EXAMPLE, vault)
     wd = tmp_path / "wd"
     asyncio.run(_sync(vault, wd, "lightrag-files"))
-    (wd / "mig").rename(wd / "vault")  # the CLI names the workspace after the vault folder
+    (wd / "mig").rename(wd / "vault")  # wikid 0.1 named the store after the vault folder: adopted
 
     def run() -> subprocess.CompletedProcess[str]:
         cmd = [

@@ -149,12 +149,13 @@ class VaultConfig:
         """The vault's LightRAG workspace (and its store's folder name)."""
         return safe_name(self.name or workspace_name(self.path))
 
-    def legacy_store(self) -> Path | None:
-        """Where wikid before 0.2 kept this vault's store by default (to be moved, not
-        rebuilt); None when the working dir was given explicitly."""
-        if self.workdir != default_workdir(self.path, self.name or None):
-            return None
+    def legacy_store(self) -> Path:
+        """Where wikid before 0.2 kept this vault's store (to be moved, not rebuilt): a
+        folder named after the vault's folder alone, in the given working dir or, by
+        default, in one named so too."""
         old = legacy_workspace_name(self.path)
+        if self.workdir is not None and self.workdir != default_workdir(self.path, self.name):
+            return self.workdir / old
         return data_home() / old / old
 
     def as_dict(self) -> dict[str, Any]:

@@ -144,6 +144,11 @@ def migrate(
 
     cfg = load(vault, config_path, socket_path, workdir=workdir)
     assert cfg.workdir is not None  # load() always fills it in
+    from wikid.server.log import configure
+    from wikid.store.relocate import adopt
+
+    configure(cfg.log_level)  # log lines to stderr: stdout holds only the JSON counts
+    adopt(cfg.legacy_store(), cfg.workdir / cfg.workspace, cfg.path)
     try:
         counts = run_migration(cfg.workdir / cfg.workspace)
     except ValueError as exc:

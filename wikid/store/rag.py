@@ -187,11 +187,11 @@ class Store:
             vectors = await asyncio.to_thread(self.embedder.embed, [t for _, t in missing])
             fresh = {h: v for (h, _), v in zip(missing, vectors, strict=True)}
             self.embedded += len(missing)
-            self._done += len(missing)
-            if self.progress is not None:
-                self.progress(self._done, max(self._todo, self._done))
-            if self._caching:
+            if self._caching:  # a batch embedding ahead (not a query's question)
                 self.ledger.add_vectors(fresh)
+                self._done += len(missing)
+                if self.progress is not None:
+                    self.progress(self._done, max(self._todo, self._done))
             cached.update(fresh)
         return (
             np.stack([cached[h] for h in hashes])
