@@ -9,10 +9,42 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from wikid.server.daemon import Daemon
+from wikid.config import VaultConfig
+from wikid.server.log import Progress
+from wikid.server.watcher import Watcher
+from wikid.store.cost import CostLedger
+from wikid.sync.index import Index
+
+
+class Daemon(Protocol):
+    """What the reply reads of the daemon (``wikid.server.daemon.Daemon``): a protocol,
+    so this module does not import the daemon that imports it."""
+
+    cfg: VaultConfig
+    ready: bool
+    serving: bool
+    phase: str
+    progress: Progress
+    busy: bool
+    in_flight: int
+    last_sync: float | None
+    batches: int
+    store_behind: bool
+    last_error: str | None
+    reindexing: bool
+    vault_missing: bool
+    started: float
+    costs: CostLedger
+
+    @property
+    def loaded(self) -> Index | None: ...
+
+    @property
+    def watching(self) -> Watcher | None: ...
+
+    def embedding(self) -> bool: ...
 
 NO_COST = {"by_phase": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None}
 
