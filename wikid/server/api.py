@@ -15,7 +15,7 @@ from wikid.core.graph import GHOST, VaultGraph, to_json
 from wikid.core.resolve import fold
 from wikid.server import browse
 from wikid.server.browse import line_of
-from wikid.server.protocol import ProtocolError
+from wikid.server.protocol import ProtocolError, whole_number
 from wikid.sync.index import Index
 
 
@@ -89,10 +89,7 @@ async def query(index: Index, text: Any, mode: Any = "mix", budget: Any = 3000) 
         raise ProtocolError("bad_request", "query needs a non-empty 'text'")
     if mode not in MODES:
         raise ProtocolError("bad_request", f"unknown query mode {mode!r}; choose from {MODES}")
-    if not isinstance(budget, int) or isinstance(budget, bool):
-        raise ProtocolError("bad_request", f"budget must be a number of tokens, not {budget!r}")
-    if not 50 <= budget <= 100_000:
-        raise ProtocolError("bad_request", "budget must be between 50 and 100000 tokens")
+    budget = whole_number(budget, "budget (tokens)", 50, 100_000)
     return await evidence(index, text, mode, budget)
 
 
@@ -102,9 +99,7 @@ def search(
     """BM25 over the notes: top-k snippets with their frontmatter, ~500 tokens in all."""
     if not isinstance(text, str) or not text.strip():
         raise ProtocolError("bad_request", "search needs a non-empty 'text'")
-    k = 8 if k is None else k
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
-        raise ProtocolError("bad_request", f"k must be a whole number from 1 to 100, not {k!r}")
+    k = whole_number(k, "k", 1, 100, default=8)
     for name, value in (("folder", folder), ("tag", tag)):
         if value is not None and not isinstance(value, str):
             raise ProtocolError("bad_request", f"{name} must be a string, not {value!r}")

@@ -20,17 +20,10 @@ from typing import Any
 
 from wikid.core.graph import GHOST, TAG, VaultGraph
 from wikid.core.vault import read_text
-from wikid.server.protocol import ProtocolError
+from wikid.server.protocol import ProtocolError, whole_number
 
 MAX_READ = 200_000  # characters one read returns at most
 _DRIVE = re.compile(r"^[A-Za-z]:")
-
-
-def _limit(value: Any, default: int, top: int) -> int:
-    value = default if value is None else value
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= top:
-        raise ProtocolError("bad_request", f"limit must be a whole number from 1 to {top}")
-    return value
 
 
 def neighbors(vg: VaultGraph, path: str, depth: Any = 1, limit: Any = 50) -> dict[str, Any]:
@@ -38,7 +31,7 @@ def neighbors(vg: VaultGraph, path: str, depth: Any = 1, limit: Any = 50) -> dic
     edge kinds that lead there; nearest first."""
     if depth not in (1, 2):
         raise ProtocolError("bad_request", "depth must be 1 or 2")
-    cap = _limit(limit, 50, 500)
+    cap = whole_number(limit, "limit", 1, 500, default=50)
     seen: dict[str, dict[str, Any]] = {}
     queue: deque[tuple[str, int]] = deque([(path, 0)])
     while queue:
@@ -70,7 +63,7 @@ def neighbors(vg: VaultGraph, path: str, depth: Any = 1, limit: Any = 50) -> dic
 
 def tags(vg: VaultGraph, limit: Any = 50) -> dict[str, Any]:
     """Tags by how many notes carry them, most first."""
-    cap = _limit(limit, 50, 1000)
+    cap = whole_number(limit, "limit", 1, 1000, default=50)
     counts = Counter({n[len(TAG) :]: vg.g.in_degree(n) for n in vg.g if n.startswith(TAG)})
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     return {
@@ -82,7 +75,7 @@ def tags(vg: VaultGraph, limit: Any = 50) -> dict[str, Any]:
 
 def recent(vg: VaultGraph, limit: Any = 20, days: Any = 7) -> dict[str, Any]:
     """Notes modified in the last ``days`` days, newest first (file mtimes)."""
-    cap = _limit(limit, 20, 500)
+    cap = whole_number(limit, "limit", 1, 500, default=20)
     if not isinstance(days, int | float) or isinstance(days, bool) or not 0 < days <= 3650:
         raise ProtocolError("bad_request", "days must be a number from 0 to 3650")
     since = time.time() - days * 86400
@@ -151,7 +144,7 @@ def read(
     """A note's text, exactly as on disk, from a heading or a line, at most
     ``max_chars`` characters."""
     path = resolve_path(vg, raw)
-    cap = _limit(max_chars, 20_000, MAX_READ)
+    cap = whole_number(max_chars, "max_chars", 1, MAX_READ, default=20_000)
     try:
         text = read_text(vg.root, path, vg.filter, 4 * MAX_READ)
     except FileNotFoundError:
@@ -173,9 +166,7 @@ def read(
             raise ProtocolError("not_found", f"no heading {heading!r} in {path}")
         first = hits[0]
     elif start_line is not None:
-        if not isinstance(start_line, int) or isinstance(start_line, bool) or start_line < 1:
-            raise ProtocolError("bad_request", "start_line must be a line number from 1")
-        first = start_line
+        first = whole_number(start_line, "start_line", 1, 10_000_000)
     body = "\n".join(lines[first - 1 :])
     return {
         "path": path,

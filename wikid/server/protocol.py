@@ -225,6 +225,15 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def whole_number(value: Any, name: str, low: int, high: int, default: int | None = None) -> int:
+    """An op's integer argument, or ``bad_request`` naming it and its range (a bool
+    is not a number here, though Python counts it as one)."""
+    value = default if value is None else value
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ProtocolError("bad_request", f"{name} must be a whole number from {low} to {high}")
+    return value
+
+
 def _valid_id(rid: Any) -> bool:
     if rid is None or isinstance(rid, str):
         return True
