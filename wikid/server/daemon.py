@@ -113,6 +113,13 @@ class Daemon:
         self.serving = True
         notify("READY=1", "STATUS=initial sync: links and search are ready")
 
+    def _pause(self, why: str) -> None:
+        """The vault is gone or empty: remove nothing, say so once, wait for it."""
+        if not self.vault_missing:
+            log.warning("vault missing; sync paused", error=why)
+        self.vault_missing = True
+        self._phase("vault missing: sync paused until it returns")
+
     def _phase(self, phase: str) -> None:
         self.phase = phase
         notify(f"STATUS={phase}")
@@ -245,11 +252,7 @@ class Daemon:
                     self._extract_wake.set()
                     break
                 except VaultMissing as exc:  # remove nothing; wait for the folder to return
-                    if not self.vault_missing:
-                        log.warning("vault missing; sync paused", error=str(exc))
-                    self.vault_missing = True
-                    self.phase = "vault missing: sync paused until it returns"
-                    notify(f"STATUS={self.phase}")
+                    self._pause(str(exc))
                     await asyncio.sleep(2.0)
                     rescan = True
                     continue
@@ -273,7 +276,7 @@ class Daemon:
         if self.vault_missing:
             log.info("vault is back; sync resumes")
             self.vault_missing, rescan = False, True
-            self.phase = f"watching {len(self.index.graph.notes)} notes"
+            self._phase(f"watching {len(self.index.graph.notes)} notes")
         if rescan:
             fresh = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
             paths = (
@@ -330,10 +333,8 @@ class Daemon:
         while True:
             await asyncio.sleep(self.cfg.reconcile_interval_s)
             if not vault_present(self.cfg.path):
-                if self.index.graph.notes and not self.vault_missing:
-                    self.vault_missing = True
-                    self._phase("vault missing: sync paused until it returns")
-                    log.warning("vault missing; sync paused", vault=str(self.cfg.path))
+                if self.index.graph.notes:
+                    self._pause(f"the vault {self.cfg.path} is missing or empty")
                 continue
             if self.vault_missing:  # back: one full rescan, which also clears the flag
                 self.watcher.request_rescan()
