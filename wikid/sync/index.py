@@ -85,62 +85,35 @@ class Index:
             adopt(adopt_from, workdir / workspace, vault.resolve())
         lock = StoreLock(workdir / workspace)  # StoreBusy when another writer has it
         try:
-            return await cls._open(
-                vault,
+            if backend == "sqlite" and needs_migration(workdir / workspace):
+                counts = await asyncio.to_thread(migrate, workdir / workspace)
+                log.info("store migrated from stock files to sqlite", **counts)
+            store = Store(
                 workdir,
                 workspace,
-                lock,
-                options,
-                embedder,
-                backend,
-                llm_func,
-                extraction,
-                postgres_url,
+                embedder or default_embedder(),
+                backend=backend,
+                llm_func=llm_func,
+                postgres_url=postgres_url,
             )
+            await store.open()
+            store.ledger.set_meta({"vault": str(vault.resolve())})
+            plan, reason = await asyncio.to_thread(
+                restart.plan, store.ledger, vault, options, extraction is not None
+            )
+            vg = plan.graph if plan else await asyncio.to_thread(VaultGraph.load, vault, options)
+            extractor = None
+            if extraction is not None:
+                db = store.ledger.database
+                extractor = Extractor(ExtractionCache(db), CostLedger(db), extraction)
+            index = cls(vault, vg, store, _sink(vg, store, extractor), extractor, lock=lock)
+            if plan is not None:
+                index.startup = plan.changed
+            index.startup_reason = reason
+            return index
         except BaseException:
             lock.release()
             raise
-
-    @classmethod
-    async def _open(
-        cls,
-        vault: Path,
-        workdir: Path,
-        workspace: str,
-        lock: StoreLock,
-        options: VaultOptions | None,
-        embedder: Embedder | None,
-        backend: str,
-        llm_func: Any,
-        extraction: ExtractSettings | None,
-        postgres_url: str | None,
-    ) -> Index:
-        if backend == "sqlite" and needs_migration(workdir / workspace):
-            counts = await asyncio.to_thread(migrate, workdir / workspace)
-            log.info("store migrated from stock files to sqlite", **counts)
-        store = Store(
-            workdir,
-            workspace,
-            embedder or default_embedder(),
-            backend=backend,
-            llm_func=llm_func,
-            postgres_url=postgres_url,
-        )
-        await store.open()
-        store.ledger.set_meta({"vault": str(vault.resolve())})
-        plan, reason = await asyncio.to_thread(
-            restart.plan, store.ledger, vault, options, extraction is not None
-        )
-        vg = plan.graph if plan else await asyncio.to_thread(VaultGraph.load, vault, options)
-        extractor = None
-        if extraction is not None:
-            db = store.ledger.database
-            extractor = Extractor(ExtractionCache(db), CostLedger(db), extraction)
-        index = cls(vault, vg, store, _sink(vg, store, extractor), extractor, lock=lock)
-        if plan is not None:
-            index.startup = plan.changed
-        index.startup_reason = reason
-        return index
 
     def with_graph(self, vg: VaultGraph) -> Index:
         """This index on graph ``vg``, with a fresh sink (its first reconcile rebuilds
@@ -308,8 +281,9 @@ class Index:
                 self.sink.on_search_ready()  # the search index is the store's too
             self.sink.prime()
             changes = await asyncio.to_thread(self.vg.read, self.startup)
-            gone = {p for p, n in changes[0].items() if n is None}
-            self._refuse_empty(before, (set(self.vg.notes) - gone) | set(changes[0]) - gone, force)
+            read = changes[0]  # path -> the note now (None: gone)
+            left = {p for p in self.vg.notes if p not in read} | {p for p, n in read.items() if n}
+            self._refuse_empty(before, left, force)
             report = await self.sink.apply(self.vg.apply(changes))
             self.startup = None
         else:
