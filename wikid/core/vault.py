@@ -15,6 +15,7 @@ swapped between a check and the open cannot escape); it is reported.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -24,6 +25,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import BinaryIO
 
 import pathspec
 
@@ -210,24 +212,29 @@ def read_note(
     root: Path, rel: str, options: VaultOptions, filt: VaultFilter | None = None
 ) -> Note | None:
     """Read and parse one note; None if it is not (or no longer) a file. The note
-    carries the stat taken before the read, so that a later (mtime, size) equal to it
-    means "unchanged since this read" (see ``Note.stat``)."""
-    try:
-        st = os.stat(root / rel)  # before the read: a change during it shows at the next stat
-    except OSError:
-        st = None
-    note = _read_note(root, rel, options, filt)
-    if note is None or st is None or time.time_ns() - st.st_mtime_ns < RACY_NS:
-        return note
-    return replace(note, stat=(st.st_mtime_ns, st.st_size))
-
-
-def _read_note(
-    root: Path, rel: str, options: VaultOptions, filt: VaultFilter | None
-) -> Note | None:
+    carries the stat of the open file taken before the read, so that a later
+    (mtime, size) equal to it means "unchanged since this read" (see ``Note.stat``)."""
     path = root / rel
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with _admitted(root, rel, filt or VaultFilter(root, options)) as (fh, st):
+            if st.st_size > options.max_note_bytes:
+                note = rejected_note(
+                    rel,
+                    f"too large: {st.st_size} bytes (limit {options.max_note_bytes})",
+                    f"size:{st.st_size}:{st.st_mtime_ns}",
+                )
+            else:
+                try:
+                    data = fh.read(options.max_note_bytes + 1)
+                except OSError as exc:
+                    return rejected_note(rel, f"cannot read: {exc.strerror or exc}")
+                if len(data) > options.max_note_bytes:
+                    return rejected_note(rel, f"too large: over {options.max_note_bytes} bytes")
+                note = parse_note(rel, data, legacy_alias=options.legacy_alias)
+    except IsADirectoryError:
+        return None
+    except Refused as exc:
+        return rejected_note(rel, str(exc))
     except FileNotFoundError:
         return rejected_note(rel, DANGLING) if os.path.islink(path) else None
     except OSError as exc:  # ELOOP, EACCES, ...
@@ -236,25 +243,30 @@ def _read_note(
         if os.path.lexists(path):
             return rejected_note(rel, f"cannot read: {exc.strerror or exc}")
         return None
+    if time.time_ns() - st.st_mtime_ns < RACY_NS:
+        return note
+    return replace(note, stat=(st.st_mtime_ns, st.st_size))
+
+
+class Refused(PermissionError):
+    """A vault file wikid will not read: not a regular file, or it leads outside."""
+
+
+@contextlib.contextmanager
+def _admitted(root: Path, rel: str, filt: VaultFilter) -> Iterator[tuple[BinaryIO, os.stat_result]]:
+    """The file open for reading, with its stat, only when it is a regular file whose
+    real path (the kernel's, of the open descriptor) the vault admits; ``Refused``
+    (or ``IsADirectoryError``) otherwise. One safe open for indexing and for readers."""
+    fd = os.open(root / rel, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(rel)
         if not stat.S_ISREG(st.st_mode):
-            return None if stat.S_ISDIR(st.st_mode) else rejected_note(rel, "not a regular file")
-        if not (filt or VaultFilter(root, options)).admits(_real_path(fd, path)):
-            return rejected_note(rel, OUTSIDE)
-        if st.st_size > options.max_note_bytes:
-            return rejected_note(
-                rel,
-                f"too large: {st.st_size} bytes (limit {options.max_note_bytes})",
-                f"size:{st.st_size}:{st.st_mtime_ns}",
-            )
-        try:
-            data = fh.read(options.max_note_bytes + 1)
-        except OSError as exc:
-            return rejected_note(rel, f"cannot read: {exc.strerror or exc}")
-    if len(data) > options.max_note_bytes:
-        return rejected_note(rel, f"too large: over {options.max_note_bytes} bytes")
-    return parse_note(rel, data, legacy_alias=options.legacy_alias)
+            raise Refused("not a regular file")
+        if not filt.admits(_real_path(fd, root / rel)):
+            raise Refused(OUTSIDE)
+        yield fh, st
 
 
 def vault_present(root: Path) -> bool:
@@ -275,14 +287,13 @@ def _printable(rel: str) -> str:
 def read_text(root: Path, rel: str, filt: VaultFilter, max_bytes: int) -> str:
     """A note's text for a reader (``read_note``): the same safe open as indexing (a
     regular file whose real path the vault admits), at most ``max_bytes``. Raises
-    ``PermissionError`` for anything else, ``FileNotFoundError`` when it is gone."""
-    fd = os.open(root / rel, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PermissionError("not a regular file")
-        if not filt.admits(_real_path(fd, root / rel)):
-            raise PermissionError(OUTSIDE)
-        data = fh.read(max_bytes)
+    ``Refused`` (a ``PermissionError``) for anything else, ``FileNotFoundError`` when
+    it is gone."""
+    try:
+        with _admitted(root, rel, filt) as (fh, _):
+            data = fh.read(max_bytes)
+    except IsADirectoryError:
+        raise Refused("not a regular file") from None
     return data.decode("utf-8", "replace")
 
 
