@@ -46,6 +46,7 @@ class Daemon(Protocol):
 
     def embedding(self) -> bool: ...
 
+
 NO_COST = {"by_phase": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None}
 
 
