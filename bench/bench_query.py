@@ -1,6 +1,10 @@
-"""Query benchmark (issue 5): LLM-free query latency, p50 and p99.
+"""Query benchmark (issues 5 and 16): recall per kind of question, and LLM-free query
+latency, p50 and p99.
 
-Run by hand: ``.venv/bin/python bench/bench_query.py [--sizes 20000] [--queries 100]``.
+Run by hand: ``.venv/bin/python bench/bench_query.py [--sizes 13000] [--queries 100]``.
+- recall, per kind (relational, paraphrase, multi-hop, lookup), on the typed vault
+  (tests/typedvault.py) and the shared vaults: ours, BM25's top 8 notes, LightRAG's
+  ``aquery_data`` (mix) cut to the same 3,000-token budget; mean tokens; latency;
 - vaultofknowledge (real notes, real MiniLM store), questions from tests/questions.json
   and variations of them;
 - generated vaults: the store is built with a hash embedder (an index of 20k notes with
@@ -22,6 +26,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
+import recall
+import typedvault
 from bench_store import HashEmbedder
 from genvault import WORDS, generate
 
@@ -50,8 +57,29 @@ def row(name: str, notes: int, times: list[float], tokens: float) -> str:
     return f"{name:<28} {notes:>6}  p50 {statistics.median(times):7.0f} ms  p99 {p99:7.0f} ms  evidence {tokens:5.0f} tokens  0 LLM calls"
 
 
-async def main(sizes: list[int], n: int) -> None:
+async def recall_rows() -> list[str]:
+    """Recall per kind of question (tests/questions.json) against BM25's top 8 and
+    LightRAG's own aquery_data cut to the budget, on the typed vault and the shared ones."""
     rows = []
+    for name in ("typed", "tasks-docs", "vaultofknowledge"):
+        with tempfile.TemporaryDirectory() as tmp:
+            if name == "typed":
+                vault = Path(tmp) / "typed"
+                typedvault.generate(vault)
+            else:
+                vault = ROOT.parent / "shared" / "vaults" / name
+                if not vault.is_dir():
+                    rows.append(f"{name}: not found at {vault}, skipped")
+                    continue
+            idx = await Index.open(vault, Path(tmp) / "wd")
+            await idx.sync()
+            rows += recall.table(name, await recall.score(idx, recall.questions(name)))
+            await idx.close()
+    return rows
+
+
+async def main(sizes: list[int], n: int, with_recall: bool) -> None:
+    rows = await recall_rows() if with_recall else []
     rng = random.Random(3)
     if SHARED.is_dir():
         with tempfile.TemporaryDirectory() as wd:
@@ -93,5 +121,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="20000")
     ap.add_argument("--queries", type=int, default=100)
+    ap.add_argument("--no-recall", action="store_true", help="latency only")
     a = ap.parse_args()
-    asyncio.run(main([int(s) for s in a.sizes.split(",") if s], a.queries))
+    asyncio.run(main([int(s) for s in a.sizes.split(",") if s], a.queries, not a.no_recall))

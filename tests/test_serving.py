@@ -1,5 +1,6 @@
-"""Usable before fully embedded: on a cold start, links, backlinks and search answer
-while the store is still embedding (a real daemon, the real model)."""
+"""Usable before fully embedded: on a cold start, links, backlinks, search and query
+answer while the store is still embedding (a real daemon, the real model); query says
+it is partial."""
 
 from __future__ import annotations
 
@@ -12,7 +13,19 @@ from graphtools import write
 
 from wikid.client import DaemonNotRunning, RemoteError
 
-WORDS = ["river", "stone", "engine", "theory", "paper", "method", "history", "memory", "signal", "model", "garden"]
+WORDS = [
+    "river",
+    "stone",
+    "engine",
+    "theory",
+    "paper",
+    "method",
+    "history",
+    "memory",
+    "signal",
+    "model",
+    "garden",
+]
 
 
 def _vault(root: Path, n: int = 200) -> Path:
@@ -49,6 +62,10 @@ def test_links_and_search_answer_while_the_first_sync_embeds(tmp_path: Path) -> 
                 hits = d.call("search", text="zq7x")["hits"]
                 assert [h["path"] for h in hits] == ["N007.md"]
                 assert "ETA" in s["phase"] or progress["eta_s"] is None
+                if not answered_early:  # a query now: from the graph and BM25, and it says so
+                    q = d.call("query", text="Which note does N007 link to?")
+                    assert q["partial"]["embedded"] < q["partial"]["total"], q["partial"]
+                    assert {"N007.md", "N008.md"} <= set(q["notes"]) and q["llm_calls"] == 0
                 answered_early += 1
             time.sleep(0.2)
         assert d.call("status")["ready"]

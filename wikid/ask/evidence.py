@@ -5,9 +5,9 @@ Why not LightRAG's own context: ``aquery_data`` returns everything it found
 came first, not what answers the question. Here every candidate (entity,
 relation, chunk) is scored by the *aspects* of the question it covers (its
 content words and the names it mentions) that the evidence chosen so far
-does not, per token it costs; the best is taken until the budget is spent or
-nothing more is covered. A little weight for LightRAG's own rank breaks ties
-toward what retrieval found first.
+does not, per token it costs, plus a prior from the fused retrieval rank of its
+note (``ask.fuse``); the best is taken until the budget is spent or no candidate
+is left.
 
 Pure functions of their inputs: no store, no LLM, no I/O.
 """
@@ -23,7 +23,6 @@ from wikid.store.ids import split_sources
 
 POOLS = {"entity": 16, "relation": 16, "chunk": 8, "support": 4}
 REPEAT = (1.0, 0.5, 0.25)  # what covering an aspect a first, second, third time is worth
-RANK_WEIGHT = 1.0  # gain credited to LightRAG's top-ranked item, decaying with rank
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 STOP = frozenset(
     [
@@ -111,7 +110,11 @@ STOP = frozenset(
 
 
 def _stem(word: str) -> str:
+    """A light stemmer: plurals, and -ing / -ed on longer words ("matched", "matching")."""
     w = word.lower()
+    for suffix in ("ing", "ed"):
+        if len(w) > 5 and w.endswith(suffix):
+            return w[: -len(suffix)]
     for suffix in ("ies", "es", "s"):
         if len(w) > 4 and w.endswith(suffix) and not w.endswith("ss"):
             return w[: -len(suffix)] + ("y" if suffix == "ies" else "")
@@ -128,7 +131,8 @@ class Item:
     key: str
     text: str  # what the evidence shows (and what an LLM would be given)
     path: str | None
-    rank: int  # position in LightRAG's own ordering (0 = first)
+    rank: int  # position in its retriever's own ordering (0 = first)
+    prior: float = 0.0  # what retrieval believes of it, besides the aspects it covers
     tokens: int = 0
     aspects: set[str] = field(default_factory=set)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -160,31 +164,33 @@ def _covered(item: Item, aspects: set[str]) -> set[str]:
 
 def select(
     candidates: list[Item], aspects: set[str], budget: int, count: Callable[[str], int]
-) -> tuple[list[Item], int]:
-    """Greedy weighted set cover by tokens: returns the chosen items (in choice order) and
-    the tokens they cost.
+) -> tuple[list[Item], int, str]:
+    """Greedy weighted set cover by tokens: the chosen items (in choice order), the tokens
+    they cost, and why the choice stopped (``STOP_RULES``).
 
-    An aspect may be covered up to ``len(REPEAT)`` times, each time worth less: one
-    sentence that happens to contain a word rarely answers the question, so a second
-    and third source for each aspect still earn their tokens. An item's gain also gets
-    a share for LightRAG's rank (retrieval order carries the embedding similarity).
-    Items that add nothing are never taken, so the set stays small when it can."""
+    An item's value is its gain per token: the aspects it covers that the evidence does
+    not yet cover well (each aspect may be covered up to ``len(REPEAT)`` times, each
+    time worth less, since one sentence that happens to contain a word rarely answers
+    the question) plus its ``prior``, the retrieval's belief in its note (the fused
+    rank). The best value is taken until nothing more fits or nothing is worth taking,
+    so a question with many relevant candidates gets the budget it was given."""
     for item in candidates:
         item.tokens = max(1, count(item.text))
         item.aspects = _covered(item, aspects)
     chosen: list[Item] = []
     times: dict[str, int] = dict.fromkeys(aspects, 0)
     used = 0
-    pool = list(candidates)
+    pool = [it for it in candidates if it.aspects or it.prior > 0]
+    too_big = False
     while pool:
         best, best_value = None, 0.0
+        too_big = False
         for item in pool:
             if used + item.tokens > budget:
+                too_big = True
                 continue
             gain = sum(REPEAT[times[a]] for a in item.aspects if times[a] < len(REPEAT))
-            if gain == 0:
-                continue
-            value = (gain + RANK_WEIGHT / (1 + item.rank)) / item.tokens
+            value = (gain + item.prior) / item.tokens
             if value > best_value:
                 best, best_value = item, value
         if best is None:
@@ -194,7 +200,13 @@ def select(
             times[a] += 1
         used += best.tokens
         pool.remove(best)
-    return chosen, used
+    return chosen, used, "budget" if too_big else "candidates"
+
+
+STOP_RULES = {
+    "budget": "the next best item did not fit in the budget",
+    "candidates": "every candidate that covers an aspect or has a retrieval rank was taken",
+}
 
 
 def first_path(file_path: str | None) -> str | None:

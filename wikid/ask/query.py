@@ -24,18 +24,28 @@ from lightrag import QueryParam
 from wikid.ask.evidence import (
     POOLS,
     STOP,
+    STOP_RULES,
     Item,
     aspects_of,
     first_path,
     select,
+    terms,
     truncate,
 )
+from wikid.ask.fuse import Ranked, best_chunk, card, fuse, home, path_items, vector_order
+from wikid.ask.walk import Meaning, reach
 from wikid.store.ids import split_sources
 
 if TYPE_CHECKING:
     from wikid.sync.index import Index
 
 _WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
+GRAPH_POOL = 24  # notes the graph walk proposes
+BM25_POOL = 20  # notes full-text search proposes
+CARD_POOL = 16  # best fused notes that get a card (title, type, properties, summary)
+CHUNK_POOL = 10  # best fused notes whose best-matching chunk is a candidate
+PRIOR = 2.0  # prior of the top fused note's items, as gain; it falls as 1 / (1 + rank)
+EXPLAIN_TOP = 12
 
 
 def keywords(index: Index, question: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
@@ -131,53 +141,125 @@ async def candidates(index: Index, result: dict[str, Any]) -> list[Item]:
     return items
 
 
-def _render(index: Index, item: Item) -> dict[str, Any]:
+def _render(index: Index, item: Item, explain: bool) -> dict[str, Any]:
     chunk = item.key if item.kind == "chunk" else next(iter(item.extra.get("sources", [])), None)
     out: dict[str, Any] = {"path": item.path, **_locate(index, item.path, chunk)}
+    if item.extra.get("line"):
+        out["line"] = item.extra["line"]
     if item.kind == "entity":
         out["name"] = item.key
     elif item.kind == "relation":
-        out["src"], out["tgt"] = item.key.split("\x1f")
+        if "src" in item.extra:
+            out["src"], out["tgt"] = item.extra["src"], item.extra["tgt"]
+        else:
+            out["src"], out["tgt"] = item.key.split("\x1f")
     else:
         out["chunk_id"] = item.key
-    return {**out, "text": item.text, "tokens": item.tokens, "covers": sorted(item.aspects)}
+    out = {**out, "text": item.text, "tokens": item.tokens, "covers": sorted(item.aspects)}
+    if explain:
+        out["why"] = {**item.extra.get("why", {}), "prior": round(item.prior, 3)}
+    return out
+
+
+_LABELS: dict[str, dict[str, Any]] = {}  # model id -> label -> unit vector
+
+
+def _meaning(index: Index) -> Meaning:
+    """Label vectors depend on the model only: one memo per model, kept across queries."""
+    return Meaning(index.embed, _LABELS.setdefault(index.model_id, {}))
+
+
+def _pool(
+    index: Index, question: str, names: list[tuple[str, str]], vector_items: list[Item]
+) -> tuple[list[Item], dict[str, Ranked], dict[str, str]]:
+    """Every candidate item, each with the prior of its best-ranked note, the fused
+    ranking of notes, and the seeds the question names."""
+    vg = index.graph
+    seeded, reached = reach(vg, question, names, _meaning(index), GRAPH_POOL)
+    hits = index.search(question, BM25_POOL, None, None)
+    ranking = fuse(
+        {
+            "graph": [home(vg, r) for r in reached],
+            "named": [p for p in seeded if p in vg.notes],
+            "bm25": [h.path for h in hits],
+            "vector": vector_order(vector_items),
+        }
+    )
+    top = sorted(ranking.values(), key=lambda r: r.rank)
+    asked = terms(question)
+    cards = [card(vg, r.path, r.rank) for r in top[:CARD_POOL] if r.path in vg.notes]
+    carded = {index.entity_name(c.path) for c in cards if c.path}
+    chunks = [best_chunk(index.chunks(r.path), asked, r.rank) for r in top[:CHUNK_POOL]]
+    pool: list[Item] = []
+    seen: set[tuple[str, str]] = set()
+    stored = {id(it) for it in vector_items}
+    for item in [*path_items(vg, reached), *cards, *vector_items, *filter(None, chunks)]:
+        if (item.kind, item.key) in seen or (
+            id(item) in stored and item.kind == "entity" and item.key in carded
+        ):  # a card says what the note's entity record says, and more
+            continue
+        seen.add((item.kind, item.key))
+        notes = [item.extra["ranked_as"]] if "ranked_as" in item.extra else item.extra["paths"]
+        fused = min((ranking[p].rank for p in notes if p in ranking), default=None)
+        ranks = [r for r in (fused, item.extra.get("walk_rank")) if r is not None]
+        item.prior = PRIOR / (1 + min(ranks)) if ranks else 0.0  # a path: its walk rank too
+        item.extra.setdefault("why", {})["fused_rank"] = fused
+        pool.append(item)
+    return pool, ranking, seeded
 
 
 async def evidence(
-    index: Index, question: str, mode: str = "mix", budget: int = 3000
+    index: Index,
+    question: str,
+    mode: str = "mix",
+    budget: int = 3000,
+    explain: bool = False,
+    vectors: bool = True,
 ) -> dict[str, Any]:
-    """The evidence for a question: at most ``budget`` tokens, 0 LLM calls."""
+    """The evidence for a question: at most ``budget`` tokens, 0 LLM calls. Without
+    ``vectors`` (the store is still embedding) only the graph and BM25 are asked."""
     high, low, names = keywords(index, question)
-    param = QueryParam(
-        mode=mode,  # type: ignore[arg-type]
-        enable_rerank=False,
-        hl_keywords=high,
-        ll_keywords=low,
-        top_k=POOLS["entity"],
-        chunk_top_k=POOLS["chunk"],
-    )
     calls = index.llm_calls
-    result = await index.aquery_data(question, param)
-    pool = await candidates(index, result)
+    vector_items: list[Item] = []
+    if vectors:
+        param = QueryParam(
+            mode=mode,  # type: ignore[arg-type]
+            enable_rerank=False,
+            hl_keywords=high,
+            ll_keywords=low,
+            top_k=POOLS["entity"],
+            chunk_top_k=POOLS["chunk"],
+        )
+        vector_items = await candidates(index, await index.aquery_data(question, param))
+    pool, ranking, seeded = _pool(index, question, names, vector_items)
     aspects = aspects_of(question, [n for n, _ in names], [p for _, p in names])
-    chosen, used = select(pool, aspects, budget, index.count_tokens)
+    chosen, used, stopped = select(pool, aspects, budget, index.count_tokens)
     by_kind: dict[str, list[dict[str, Any]]] = {"entities": [], "relations": [], "chunks": []}
     for item in chosen:
-        by_kind[
-            {"entity": "entities", "relation": "relations", "chunk": "chunks"}[item.kind]
-        ].append(_render(index, item))
+        kind = {"entity": "entities", "relation": "relations", "chunk": "chunks"}[item.kind]
+        by_kind[kind].append(_render(index, item, explain))
     uncovered = aspects - {a for it in chosen for a in it.aspects}
-    return {
+    out = {
         "question": question,
         "mode": mode,
         "keywords": {"high": high, "low": low},
         "budget": budget,
         "tokens": used,
         **by_kind,
+        "notes": list(dict.fromkeys(it.path for it in chosen if it.path)),
         "uncovered": sorted(uncovered),
         "candidates": len(pool),
+        "stopped": {"rule": stopped, "why": STOP_RULES[stopped]},
         "llm_calls": index.llm_calls - calls,
     }
+    if explain:
+        fused = sorted(ranking.values(), key=lambda r: r.rank)[:EXPLAIN_TOP]
+        out["explain"] = {
+            "named": seeded,
+            "fused": [{"path": r.path, "rank": r.rank, "by": r.sources} for r in fused],
+            "retrievers": ["graph", "named", "bm25"] + (["vector"] if vectors else []),
+        }
+    return out
 
 
 def paths_of(items: list[Item]) -> set[str]:

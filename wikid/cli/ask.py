@@ -16,8 +16,26 @@ from wikid.cli._common import call, load, show, vault_option
 from wikid.config import QUERY_MODES
 
 
+def _why(item: dict[str, Any]) -> str:
+    """One line of --explain: what retrieval saw in the item."""
+    why = item.get("why")
+    if not why:
+        return ""
+    parts = [f"rank {why['fused_rank']}" if why.get("fused_rank") is not None else "unranked"]
+    if "named" in why:
+        parts.append(f"from {why['named']!r}, hop {why['hop']}, edge {why['edge']}")
+    if item.get("covers"):
+        parts.append("covers " + ", ".join(item["covers"]))
+    return "\n          why: " + "; ".join(parts)
+
+
 def evidence_text(res: dict[str, Any]) -> str:
     rows = [f"evidence: {res['tokens']} of {res['budget']} tokens, mode {res['mode']}"]
+    if res.get("partial"):
+        p = res["partial"]
+        rows.append(
+            f"partial: {p['embedded']} of {p['total']} texts embedded; graph and full text only"
+        )
 
     def where(item: dict[str, Any]) -> str:
         loc = item["path"] or "?"
@@ -26,14 +44,18 @@ def evidence_text(res: dict[str, Any]) -> str:
         return loc + (f" ({item['heading']})" if item.get("heading") else "")
 
     for e in res["entities"]:
-        rows.append(f"entity    {e['name']}  {where(e)}\n          {e['text']}")
+        rows.append(f"entity    {e['name']}  {where(e)}\n          {e['text']}{_why(e)}")
     for r in res["relations"]:
-        rows.append(f"relation  {r['src']} -- {r['tgt']}  {where(r)}\n          {r['text']}")
+        rows.append(
+            f"relation  {r['src']} -- {r['tgt']}  {where(r)}\n          {r['text']}{_why(r)}"
+        )
     for c in res["chunks"]:
         text = " ".join(c["text"].split())
-        rows.append(f"chunk     {where(c)}\n          {text[:400]}")
+        rows.append(f"chunk     {where(c)}\n          {text[:400]}{_why(c)}")
     if res.get("uncovered"):
         rows.append("not covered: " + ", ".join(res["uncovered"]))
+    if res.get("stopped"):
+        rows.append(f"stopped: {res['stopped']['why']}")
     if "llm" in res and res["llm"] != "configured":
         rows.append(f"({res['llm']})")
     return "\n".join(rows)
@@ -45,6 +67,7 @@ def evidence_text(res: dict[str, Any]) -> str:
 @click.option("--mode", type=click.Choice(QUERY_MODES), default=None)
 @click.option("--budget", type=int, default=None, help="Evidence token budget (default 3000).")
 @click.option("--answer", is_flag=True, help="Have the configured LLM answer from the evidence.")
+@click.option("--explain", is_flag=True, help="Show why each item was chosen.")
 @click.option("--json", "as_json", is_flag=True)
 def query(
     vault: str | None,
@@ -54,6 +77,7 @@ def query(
     mode: str | None,
     budget: int | None,
     answer: bool,
+    explain: bool,
     as_json: bool,
 ) -> None:
     """Ask the vault: the smallest evidence that covers the question, with paths to open.
@@ -61,7 +85,7 @@ def query(
 
     Example: wikid query "who wrote the first program?" --budget 1500"""
     cfg = load(vault, config_path, socket_path, client=True)
-    args: dict[str, Any] = {"text": text, "mode": mode, "budget": budget}
+    args: dict[str, Any] = {"text": text, "mode": mode, "budget": budget, "explain": explain}
     if not answer:
         show(call(cfg, "query", **args), as_json, evidence_text)
         return

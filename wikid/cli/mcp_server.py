@@ -136,11 +136,14 @@ def build(cfg: VaultConfig) -> MCPServer:
         )
 
     @server.tool(annotations=READ_ONLY)
-    async def query(text: str, budget: int = 3000, mode: str | None = None) -> CallToolResult:
-        """Ask a question: the smallest evidence (entities, relations, note text) that
-        covers it within a token budget, with paths, headings and lines. No LLM is
-        called unless one is configured; then an answer comes with the evidence."""
-        args: dict[str, Any] = {"text": text, "budget": budget, "mode": mode}
+    async def query(
+        text: str, budget: int = 3000, mode: str | None = None, explain: bool = False
+    ) -> CallToolResult:
+        """Ask a question: the smallest evidence (entities, relations along the links,
+        note text) that covers it within a token budget, with paths, headings and lines.
+        explain=true says why each item was chosen. No LLM is called unless one is
+        configured; then an answer comes with the evidence."""
+        args: dict[str, Any] = {"text": text, "budget": budget, "mode": mode, "explain": explain}
         status = await daemon.call("status")
         if status["llm"]["configured"]:
             args["answer"] = True
@@ -148,7 +151,11 @@ def build(cfg: VaultConfig) -> MCPServer:
         for kind in ("entities", "relations", "chunks"):
             await daemon.stale(res[kind])
         n = sum(len(res[k]) for k in ("entities", "relations", "chunks"))
-        summary = f"{n} evidence items, {res['tokens']} of {budget} tokens"
+        summary = (
+            f"{n} evidence items from {len(res['notes'])} notes, {res['tokens']} of {budget} tokens"
+        )
+        if res.get("partial"):
+            summary += " (partial: the store is still embedding; graph and full text only)"
         if "answer" in res:
             summary += f"; answer: {res['answer']['text'][:200]}"
         return _result(summary, res)

@@ -83,14 +83,24 @@ def graph(vg: VaultGraph) -> dict[str, Any]:
     return to_json(vg.g)
 
 
-async def query(index: Index, text: Any, mode: Any = "mix", budget: Any = 3000) -> dict[str, Any]:
-    """Budgeted evidence for a question, 0 LLM calls (``query.evidence``)."""
+async def query(
+    index: Index,
+    text: Any,
+    mode: Any = "mix",
+    budget: Any = 3000,
+    explain: Any = False,
+    vectors: bool = True,
+) -> dict[str, Any]:
+    """Budgeted evidence for a question, 0 LLM calls (``query.evidence``); with
+    ``explain``, why each item was chosen."""
     if not isinstance(text, str) or not text.strip():
         raise ProtocolError("bad_request", "query needs a non-empty 'text'")
     if mode not in MODES:
         raise ProtocolError("bad_request", f"unknown query mode {mode!r}; choose from {MODES}")
     budget = whole_number(budget, "budget (tokens)", 50, 100_000)
-    return await evidence(index, text, mode, budget)
+    if not isinstance(explain, bool):
+        raise ProtocolError("bad_request", f"explain must be true or false, not {explain!r}")
+    return await evidence(index, text, mode, budget, explain, vectors)
 
 
 def search(

@@ -416,13 +416,18 @@ class Daemon:
         if op == "freshness":
             return browse.freshness(vg, req.get("paths"), self.watcher.pending()), False
         if op == "query":
-            async with self._consistent():
-                ev = await api.query(
-                    self.index,
-                    req.get("text"),
-                    req.get("mode") or self.cfg.query_mode,
-                    req.get("budget") or self.cfg.query_budget,
-                )
+            args = (
+                req.get("text"),
+                req.get("mode") or self.cfg.query_mode,
+                req.get("budget") or self.cfg.query_budget,
+                req.get("explain", False),
+            )
+            if self.serving and not self.ready:  # still embedding: the graph and BM25 now
+                ev = await api.query(self.index, *args, vectors=False)
+                ev["partial"] = {"embedded": self.progress.done, "total": self.progress.total}
+            else:
+                async with self._consistent():
+                    ev = await api.query(self.index, *args)
             if req.get("answer"):
                 ev["answer"] = await self._answer(ev, emit)
             else:

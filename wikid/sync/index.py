@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import structlog
 
 from wikid.config import DEFAULT_BACKEND, ExtractSettings, default_workdir, workspace_name
@@ -240,6 +241,10 @@ class Index:
 
     def count_tokens(self, text: str) -> int:
         return self.store.count_tokens(text)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors of short texts by the store's model, uncached (question words, labels)."""
+        return self.store.embedder.embed(texts)
 
     async def aquery_data(self, question: str, param: Any) -> dict[str, Any]:
         """LightRAG's retrieval on this store (no LLM: keywords come in ``param``)."""

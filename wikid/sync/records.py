@@ -34,6 +34,9 @@ DESCRIPTION_MAX = 600
 Record = dict[str, Any]
 
 
+BODY_KINDS = frozenset(["link", "embed", "tag"])  # other kinds are property keys
+
+
 def relation_key(a: str, b: str) -> str:
     """Store key of an undirected relation between two entity names."""
     return "\x1f".join(sorted((a, b)))
@@ -229,11 +232,15 @@ class Mapper:
         sentences: list[str] = []
         keywords: set[str] = set()
         for u, _, data, _ in evidence:
-            text = data["context"] or (
-                f"{self.name(u)} is tagged {self.name(b if u == a else a)}."
-                if data["kind"] == "tag"
-                else f"{self.name(u)} links to {self.name(b if u == a else a)}."
-            )
+            other = self.name(b if u == a else a)
+            if data["kind"] not in BODY_KINDS:  # a property link: say the key and both names
+                text = f"{self.name(u)} —{data['kind']}→ {other}."
+            else:
+                text = data["context"] or (
+                    f"{self.name(u)} is tagged {other}."
+                    if data["kind"] == "tag"
+                    else f"{self.name(u)} links to {other}."
+                )
             if text not in sentences:
                 sentences.append(text)
             keywords.add(data["kind"])

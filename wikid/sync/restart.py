@@ -29,7 +29,9 @@ from wikid.core.note import Note
 from wikid.core.vault import VaultOptions, is_note, snapshot
 from wikid.store.ledger import FileRow, Ledger
 
-FORMAT = 1  # bump when what a cached row means changes
+# Bump when what a cached row means changes, or when the records made from the same notes
+# change (2: property links are described "A —key→ B"), so a restart reconciles every key.
+FORMAT = 2
 META_KEY = "parse_cache"
 
 

@@ -1,0 +1,84 @@
+"""Recall of the question sets in tests/questions.json: ours, BM25's top 8 notes and
+LightRAG's own ``aquery_data`` (mix) cut to the same budget, per kind of question.
+
+A question is found when every note it needs is in the evidence: its ``expected``
+note (or each of them, for a list) and, for a multi-hop question, the notes it goes
+``via``. Shared by tests/test_recall.py and bench/bench_query.py.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wikid.ask import query as wq
+from wikid.sync.index import Index
+
+QUESTIONS = Path(__file__).parent / "questions.json"
+KINDS = ("relational", "paraphrase", "multi-hop", "lookup")
+
+
+def questions(vault: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(QUESTIONS.read_text("utf-8"))[vault]
+    return items
+
+
+def needed(q: dict[str, Any]) -> set[str]:
+    exp = q["expected"]
+    return set(exp if isinstance(exp, list) else [exp]) | set(q.get("via", ()))
+
+
+@dataclass
+class Tally:
+    n: int = 0
+    ours: int = 0
+    bm25: int = 0
+    lightrag: int = 0
+    tokens: int = 0
+    ms: list[float] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)
+
+
+async def score(
+    idx: Index, items: list[dict[str, Any]], budget: int = 3000, baselines: bool = True
+) -> dict[str, Tally]:
+    """kind -> its tally, over ``items``."""
+    out: dict[str, Tally] = defaultdict(Tally)
+    for q in items:
+        t = out[q["kind"]]
+        want = needed(q)
+        start = time.perf_counter()
+        ev = await wq.evidence(idx, q["question"], "mix", budget)
+        t.ms.append((time.perf_counter() - start) * 1000)
+        assert ev["llm_calls"] == 0 and ev["tokens"] <= budget
+        t.n += 1
+        t.tokens += ev["tokens"]
+        if want <= set(ev["notes"]):
+            t.ours += 1
+        else:
+            t.missed.append(f"{q['question']} (missing {sorted(want - set(ev['notes']))})")
+        if baselines:
+            t.bm25 += want <= {h.path for h in idx.search(q["question"], 8, None, None)}
+            cut = await wq.baseline(idx, q["question"], "mix", budget)
+            t.lightrag += want <= wq.paths_of(cut)
+    return dict(out)
+
+
+def table(name: str, tallies: dict[str, Tally]) -> list[str]:
+    rows = []
+    for kind in KINDS:
+        t = tallies.get(kind)
+        if t is None:
+            continue
+        ms = sorted(t.ms)
+        p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+        rows.append(
+            f"{name:<17} {kind:<10} {t.n:>3}  ours {t.ours / t.n:5.2f}  bm25@8 {t.bm25 / t.n:5.2f}"
+            f"  lightrag {t.lightrag / t.n:5.2f}  tokens {t.tokens / t.n:6.0f}"
+            f"  p50 {ms[len(ms) // 2]:5.0f} ms  p99 {p99:5.0f} ms"
+        )
+    return rows

@@ -1,0 +1,227 @@
+"""The graph stage of retrieval: from what a question names, along the links, to the notes
+that answer it.
+
+Why: the links are the most precise knowledge in a vault. The writer stated them on
+purpose (``author: [[Kevin Kelly]]``), and wikid holds them exactly, so "which book did
+Kevin Kelly write?" is answered by following Kevin Kelly's backlinks, not by hoping the
+book's text repeats his name. Three steps:
+
+1. **Seeds**: the notes, tags and unwritten targets (ghosts) the question names.
+2. **Walk** each seed's edges in both directions (links, backlinks, property links by
+   key, tags), one hop, and a second hop from the best first-hop notes.
+3. **Score** each reached note by how the rest of the question matches it: the edge's
+   kind (``author`` for "wrote"), the note's classes (its type, its tags and the notes its
+   properties point at, such as ``categories: [[Books]]``) and its title. Kinds and
+   classes are matched to the question's words *by meaning*: ``Meaning`` embeds each
+   distinct label once with the loaded model and keeps it, so no synonym list is written
+   by hand. A note reached from two seeds (the book *and* the category) adds both.
+
+Reads the graph only: no store, no I/O, no LLM.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from wikid.ask.evidence import STOP, terms
+from wikid.core.graph import TAG, VaultGraph
+
+LINK_KINDS = frozenset(["link", "embed", "tag"])  # edges that state no typed relation
+BASE = 0.3  # what any edge to a seed is worth; a typed edge that matches adds to it
+CLASS_WEIGHT = 0.8  # the note is of the kind asked for ("book", "podcast")
+TITLE_WEIGHT = 0.5  # the note's own title holds the question's other words
+CONTEXT_WEIGHT = 0.6  # a body link whose sentence holds the question's other words
+HOP2 = 0.5  # a second hop counts half
+EXPAND = 10  # first-hop notes a second hop starts from
+HUB = 300  # a first-hop note with more edges than this is not walked through
+FLOOR = 0.3  # cosines below this are noise for MiniLM
+_WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One edge as written: ``src``'s note holds it, at ``line``."""
+
+    src: str
+    kind: str
+    tgt: str
+    line: int | None
+    context: str
+
+
+@dataclass
+class Reached:
+    node: str
+    score: float
+    hop: int
+    seed: str  # the named node of its best path
+    steps: tuple[Step, ...]  # that path, from the seed
+    why: dict[str, Any] = field(default_factory=dict)
+
+
+class Meaning:
+    """Cosine similarity between question words and labels (edge kinds, classes), with
+    each label embedded once and kept (labels repeat across queries; words do not)."""
+
+    KEEP = 20_000  # labels kept (1.5 KB each with MiniLM); past that the memo starts over
+
+    def __init__(
+        self, embed: Callable[[list[str]], np.ndarray], memo: dict[str, Any] | None = None
+    ) -> None:
+        self._embed = embed
+        self._memo: dict[str, Any] = {} if memo is None else memo
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of ``texts`` (a question's words), not kept."""
+        return _unit(self._embed(list(texts))) if texts else np.zeros((0, 1), np.float32)
+
+    def best(self, words: np.ndarray, labels: Iterable[str]) -> dict[str, float]:
+        """label -> its best cosine with any row of ``words`` (0 with no words)."""
+        wanted = list(dict.fromkeys(labels))
+        if not len(words) or not wanted:
+            return dict.fromkeys(wanted, 0.0)
+        new = [x for x in wanted if x not in self._memo]
+        if len(self._memo) + len(new) > self.KEEP:
+            self._memo.clear()
+        for x in new:  # one at a time: an int8 model's vector depends on its batch
+            self._memo[x] = _unit(self._embed([humane(x)]))[0]
+        sims = words @ np.stack([self._memo[x] for x in wanted]).T
+        return {x: float(s) for x, s in zip(wanted, sims.max(axis=0), strict=True)}
+
+
+def _unit(m: np.ndarray) -> np.ndarray:
+    out: np.ndarray = np.asarray(m, np.float32)
+    out = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+    return out
+
+
+def humane(label: str) -> str:
+    """A property key as words: ``based_on`` / ``basedOn`` -> ``based on``."""
+    return _CAMEL.sub(" ", label).replace("_", " ").replace("-", " ").strip().lower() or label
+
+
+def _match(cos: float) -> float:
+    return max(0.0, cos - FLOOR) / (1 - FLOOR)
+
+
+def seeds(vg: VaultGraph, question: str, named: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """node -> the name the question calls it by: notes and tags from the name index
+    (``named``), plus unwritten link targets whose title the question contains."""
+    out: dict[str, str] = {}
+    for name, path in named:
+        node = TAG + name[1:].lower() if name.startswith("#") else path
+        if node in vg.g:
+            out.setdefault(node, name)
+    low = " " + " ".join(_WORD.findall(question.casefold())) + " "
+    for node, attrs in vg.g.nodes(data=True):
+        if attrs["kind"] == "ghost":
+            title = " ".join(_WORD.findall(attrs["title"].casefold()))
+            if title and f" {title} " in low:
+                out.setdefault(node, attrs["title"])
+    return out
+
+
+def _edges(vg: VaultGraph, node: str) -> Iterable[tuple[str, Step]]:
+    """(neighbour, the edge) for every edge at ``node``, both directions."""
+    g = vg.g
+    for _, v, d in g.out_edges(node, data=True):
+        yield v, Step(node, d["kind"], v, d.get("line"), d.get("context") or "")
+    for u, _, d in g.in_edges(node, data=True):
+        yield u, Step(u, d["kind"], node, d.get("line"), d.get("context") or "")
+
+
+def _classes(vg: VaultGraph, node: str, exclude: set[str]) -> list[str]:
+    """What kind of thing a note is: its type, tags, and the titles its property links
+    point at (``categories: [[Books]]``, ``genre: [[Jazz]]``)."""
+    attrs = vg.g.nodes[node]
+    out = [attrs.get("type") or "", *attrs.get("tags", ())]
+    for _, v, d in vg.g.out_edges(node, data=True):
+        if d["kind"] not in LINK_KINDS and v not in exclude:
+            out.append(vg.g.nodes[v]["title"])
+    return [c.rsplit("/", 1)[-1] for c in out if c]
+
+
+def reach(
+    vg: VaultGraph, question: str, named: Iterable[tuple[str, str]], meaning: Meaning, top: int = 24
+) -> tuple[dict[str, str], list[Reached]]:
+    """The seeds the question names, and the notes reached from them, best first."""
+    seeded = seeds(vg, question, named)
+    if not seeded:
+        return seeded, []
+    said = {w.lower() for name in seeded.values() for w in _WORD.findall(name)}
+    rest = [w for w in dict.fromkeys(_WORD.findall(question)) if w.lower() not in STOP | said] or [
+        w for w in _WORD.findall(question) if w.lower() not in STOP
+    ]
+    wanted = terms(" ".join(rest))
+    words = meaning.vectors(rest)
+
+    first: dict[str, dict[str, list[Step]]] = {}  # node -> seed -> its edges to it
+    for seed in seeded:
+        for n, step in _edges(vg, seed):
+            if n not in seeded and not n.startswith(TAG):
+                first.setdefault(n, {}).setdefault(seed, []).append(step)
+    kinds = {s.kind for per in first.values() for steps in per.values() for s in steps}
+    rel = meaning.best(words, [k for k in kinds if k not in LINK_KINDS])
+
+    def value(step: Step) -> float:
+        if step.kind in LINK_KINDS:  # a body link: the sentence around it may say how
+            said = terms(step.context) & wanted if step.context else set()
+            return BASE + CONTEXT_WEIGHT * len(said) / max(1, len(wanted))
+        return BASE + 0.2 + _match(rel[step.kind])
+
+    found: dict[str, Reached] = {}
+    for n, per in first.items():
+        best = sorted(
+            ((max(steps, key=value), seed) for seed, steps in per.items()),
+            key=lambda e: -value(e[0]),
+        )
+        step, seed = best[0]
+        total = sum(value(s) for s, _ in best)
+        found[n] = Reached(n, total, 1, seed, (step,), {"edge": step.kind, "seeds": len(best)})
+
+    _judge(vg, list(found.values()), set(seeded), words, wanted, rel, meaning)
+    hubs = sorted(found.values(), key=lambda r: -r.score)[:EXPAND]
+    second: dict[str, Reached] = {}
+    for mid in hubs:
+        if mid.node not in vg.notes or vg.g.degree(mid.node) > HUB:
+            continue
+        hop2 = [(n, s) for n, s in _edges(vg, mid.node) if n not in seeded and n not in found]
+        new = [s.kind for _, s in hop2 if s.kind not in rel and s.kind not in LINK_KINDS]
+        rel.update(meaning.best(words, new))
+        for n, step in hop2:
+            score = HOP2 * (mid.score + value(step))
+            if not n.startswith(TAG) and (n not in second or second[n].score < score):
+                why = {"edge": step.kind, "via": mid.node}
+                second[n] = Reached(n, score, 2, mid.seed, (*mid.steps, step), why)
+    _judge(vg, list(second.values()), set(seeded), words, wanted, rel, meaning)
+    found.update(second)
+    out = sorted(found.values(), key=lambda r: (-r.score, r.hop, r.node))
+    return seeded, out[:top]
+
+
+def _judge(
+    vg: VaultGraph,
+    reached: list[Reached],
+    seeded: set[str],
+    words: np.ndarray,
+    wanted: set[str],
+    rel: dict[str, float],
+    meaning: Meaning,
+) -> None:
+    """Add to each reached note's score how well it is of the kind asked for (its
+    classes, by meaning; a shared word counts in full) and how well its title matches."""
+    labels = {r.node: _classes(vg, r.node, seeded) for r in reached if r.node in vg.notes}
+    cls = meaning.best(words, [c for cs in labels.values() for c in cs])
+    for r in reached:
+        c = max((1.0 if terms(x) & wanted else cls[x] for x in labels.get(r.node, ())), default=0.0)
+        attrs = vg.g.nodes[r.node]
+        named = terms(" ".join([attrs["title"], *attrs.get("aliases", ())]))
+        t = len(named & wanted) / max(1, len(wanted))
+        r.score += CLASS_WEIGHT * _match(c) + TITLE_WEIGHT * t
+        r.why.update({"relation": round(rel.get(r.why["edge"], 0.0), 3), "class": round(c, 3)})
