@@ -1,14 +1,15 @@
 """The core invariant: the incrementally maintained graph equals a rebuild.
 
 Random create/edit/rename/move/delete/alias-change sequences run on a small
-generated vault with duplicate basenames, case-only renames and folder
-moves. After every step the graph must equal ``VaultGraph.load`` of the same
+generated vault with duplicate basenames, case-only renames, folder moves,
+sync-conflict copies and JSON canvases (file cards, text cards with links, edges). After every step the graph must equal ``VaultGraph.load`` of the same
 files, and replaying the returned delta on the previous state must give the
 same graph too (the sink sees only deltas).
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -19,7 +20,16 @@ from hypothesis import strategies as st
 from wikid.core.graph import VaultGraph
 
 FOLDERS = ["", "A/", "B/", "A/Sub/"]
-NAMES = ["Alpha", "alpha", "Beta", "Gamma", "Node.js", "Delta Note"]
+NAMES = [
+    "Alpha",
+    "alpha",
+    "Beta",
+    "Gamma",
+    "Node.js",
+    "Delta Note",
+    "Alpha (Conflicted copy Mac 202401021530)",  # sync-conflict copies: never resolve
+    "Beta-DESKTOP-AB12CDE",
+]
 LINKS = [
     "[[Alpha]]",
     "[[alpha|a]]",
@@ -65,7 +75,64 @@ def _note_text(links: list[str], aliases: list[str], prop: str | None) -> str:
     return head + "# Local\n\n" + "\n".join(f"- item {link} text" for link in links) + "\n"
 
 
+CANVASES = ["Board.canvas", "A/Plan.canvas"]
+CARDS = ["Alpha.md", "A/Alpha.md", "B/Beta.md", "Gamma.md", "pic.png", "Missing.md", "Board.canvas"]
+
+
+def _canvas_text(files: list[str], links: list[str], joins: list[tuple[int, int, bool]]) -> str:
+    """A JSON Canvas 1.0 document: file cards (some with a subpath), a text card holding
+    links, a group, a link card, and edges between cards (some labelled)."""
+    nodes: list[dict[str, object]] = [
+        {"id": f"f{i}", "type": "file", "file": f, "x": 0, "y": 0, "width": 1, "height": 1}
+        | ({"subpath": "#Heading"} if i % 2 else {})
+        for i, f in enumerate(files)
+    ]
+    nodes.append(
+        {
+            "id": "t",
+            "type": "text",
+            "text": " ".join(links),
+            "x": 0,
+            "y": 0,
+            "width": 1,
+            "height": 1,
+        }
+    )
+    nodes.append(
+        {"id": "g", "type": "group", "label": "Group", "x": 0, "y": 0, "width": 9, "height": 9}
+    )
+    nodes.append(
+        {
+            "id": "u",
+            "type": "link",
+            "url": "https://example.org",
+            "x": 0,
+            "y": 0,
+            "width": 1,
+            "height": 1,
+        }
+    )
+    edges = [
+        {"id": f"e{n}", "fromNode": f"f{i}", "toNode": f"f{j}"} | ({"label": "next"} if lab else {})
+        for n, (i, j, lab) in enumerate(joins)
+        if i < len(files) and j < len(files)
+    ]
+    edges.append({"id": "et", "fromNode": "t", "toNode": "g"})
+    return json.dumps({"nodes": nodes, "edges": edges})
+
+
+canvas_paths = st.sampled_from(CANVASES)
+canvases = st.builds(
+    _canvas_text,
+    st.lists(st.sampled_from(CARDS), max_size=4),
+    st.lists(st.sampled_from(LINKS), max_size=3),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.booleans()), max_size=3),
+)
+
 ops = st.one_of(
+    st.tuples(st.just("write"), canvas_paths, canvases),
+    st.tuples(st.just("delete"), canvas_paths, st.none()),
+    st.tuples(st.just("move"), canvas_paths, canvas_paths),
     st.tuples(st.just("write"), paths, bodies),
     st.tuples(st.just("append"), paths, st.sampled_from(["More prose.", "# New section\n\nText."])),
     st.tuples(st.just("delete"), paths, st.none()),
@@ -212,3 +279,42 @@ def test_folder_move_moves_every_note_and_keeps_links(tmp_path: Path) -> None:
     assert delta.notes_changed == {f"new/inner/n{i}.md" for i in range(5)}
     assert list(vg.g.successors("top.md")) == ["ghost:old/n0"]
     assert_same(snapshot(vg), snapshot(VaultGraph.load(tmp_path)))
+
+
+card_paths = st.sampled_from(["Alpha.md", "A/Alpha.md", "B/Beta.md", "Gamma.md", "pic.png"])
+canvas_ops = st.one_of(
+    st.tuples(st.just("write"), canvas_paths, canvases),
+    st.tuples(st.just("delete"), canvas_paths, st.none()),
+    st.tuples(st.just("move"), canvas_paths, canvas_paths),
+    st.tuples(st.just("write"), card_paths.filter(lambda p: p.endswith(".md")), bodies),
+    st.tuples(st.just("delete"), card_paths, st.none()),
+    st.tuples(
+        st.just("move"), card_paths, st.sampled_from(["Gamma.md", "B/Alpha.md", "C/pic.png"])
+    ),
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(canvas_paths, canvases), min_size=1, max_size=2),
+    st.lists(canvas_ops, max_size=10),
+)
+def test_canvases_incremental_equals_rebuild(
+    initial: list[tuple[str, str]], steps: list[tuple[str, str, object]]
+) -> None:
+    """Canvases over notes that exist, so their edges between cards (owned by the
+    canvas, not by either note) appear, change and vanish as canvases and notes do."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for path in ("Alpha.md", "A/Alpha.md", "B/Beta.md", "Gamma.md"):
+            write(root, path, "# Heading\n\ntext [[Beta]]\n")
+        write(root, "pic.png", "png")
+        for path, text in initial:
+            write(root, path, text)
+        vg = VaultGraph.load(root)
+        for op in steps:
+            before = snapshot(vg)
+            delta = vg.update(_apply(root, op))
+            now = snapshot(vg)
+            assert_same(now, snapshot(VaultGraph.load(root)))
+            assert_same(replay(before, delta), now)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lightrag import QueryParam
 from storetools import assert_same_store, fresh_export, unique_workspace
-from test_graph_invariant import _apply, bodies, ops, paths
+from test_graph_invariant import _apply, bodies, canvas_ops, canvas_paths, canvases, ops, paths
 
 from wikid.config import BACKENDS, DEFAULT_BACKEND
 from wikid.store.embed import default_embedder
@@ -61,6 +61,19 @@ async def _incremental(
 )
 def test_incremental_store_equals_a_fresh_build(initial: list[Any], steps: list[Any]) -> None:
     check_incremental_equals_fresh(initial, steps)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(canvas_paths, canvases), min_size=1, max_size=2),
+    st.lists(canvas_ops, min_size=1, max_size=5),
+)
+def test_canvases_incremental_store_equals_a_fresh_build(
+    initial: list[Any], steps: list[Any]
+) -> None:
+    """Canvases (their text cards, file cards and edges between cards) through the store."""
+    notes = [(p, "# Heading\n\ntext [[Beta]]\n") for p in ("Alpha.md", "B/Beta.md", "Gamma.md")]
+    check_incremental_equals_fresh([*notes, ("pic.png", "png"), *initial], steps)
 
 
 def check_incremental_equals_fresh(initial: list[Any], steps: list[Any], **kw: Any) -> None:

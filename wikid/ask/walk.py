@@ -31,7 +31,7 @@ import numpy as np
 from wikid.ask.evidence import STOP, terms
 from wikid.core.graph import TAG, VaultGraph
 
-LINK_KINDS = frozenset(["link", "embed", "tag"])  # edges that state no typed relation
+LINK_KINDS = frozenset(["link", "embed", "tag", "canvas", "canvas-edge"])  # no typed relation
 BASE = 0.3  # what any edge to a seed is worth; a typed edge that matches adds to it
 CLASS_WEIGHT = 0.8  # the note is of the kind asked for ("book", "podcast")
 TITLE_WEIGHT = 0.5  # the note's own title holds the question's other words

@@ -36,6 +36,9 @@ def _status_text(s: dict[str, Any]) -> str:
         f"rejected    {len(s['rejected'])} files",
     ]
     lines += [f"  {p}: {why}" for p, why in s["rejected"].items()]
+    if s.get("conflicts"):
+        lines.append(f"conflicts   {len(s['conflicts'])} sync-conflict copies, oldest first")
+        lines += [f"  {c['path']}  (a copy of {c['original']})" for c in s["conflicts"]]
     return "\n".join(lines)
 
 

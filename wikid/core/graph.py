@@ -23,19 +23,29 @@ from typing import Any
 import networkx as nx
 
 from wikid.core._markdown import RawLink
+from wikid.core.conflicts import conflict_of
 from wikid.core.delta import Attrs, Delta, EdgeKey, diff
-from wikid.core.note import Note
+from wikid.core.note import Note, digest
 from wikid.core.resolve import FileIndex, Resolution, alias_key, file_key, link_keys, resolve
-from wikid.core.vault import VaultFilter, VaultOptions, file_exists, is_note, read_note, walk
+from wikid.core.vault import (
+    VaultFilter,
+    VaultOptions,
+    file_exists,
+    is_canvas,
+    is_note,
+    read_note,
+    walk,
+)
 
 GHOST = "ghost:"
+EMPTY = digest(b"")
 TAG = "tag:"
 Changes = tuple[dict[str, Note | None], dict[str, bool]]  # what ``read`` found
 
 
 def _note_attrs(note: Note) -> Attrs:
     return {
-        "kind": "note",
+        "kind": "canvas" if is_canvas(note.path) else "note",
         "title": note.title,
         "aliases": list(note.aliases),
         "tags": list(note.tags),
@@ -43,6 +53,7 @@ def _note_attrs(note: Note) -> Attrs:
         "type": note.type,
         "summary": note.summary,
         "error": note.error,
+        "conflict_of": conflict_of(note.path),
     }
 
 
@@ -65,6 +76,16 @@ class VaultGraph:
         self._deps: dict[str, set[str]] = {}  # key -> notes whose links depend on it
         self._note_keys: dict[str, set[str]] = {}
         self._created: set[str] = set()  # ghost/tag nodes created during one update()
+        # A canvas's edges between two other files (kind canvas-edge): its own, though
+        # not its out-edges; removed and re-derived with the canvas.
+        self._owned: dict[str, list[EdgeKey]] = {}
+        self.conflicts: dict[str, str] = {}  # sync-conflict copy -> the file it copies
+        # A note read empty that was not: a sync tool may be mid-write. With
+        # ``confirm_empty`` (the daemon) that read is not believed until a second read
+        # says the same; ``take_recheck`` names the notes to read again.
+        self.confirm_empty = False
+        self._doubted: set[str] = set()
+        self._recheck: set[str] = set()
         self.reads = 0  # notes read from disk (a restart from the parse cache reads few)
 
     @classmethod
@@ -112,6 +133,8 @@ class VaultGraph:
                 note = read_note(self.root, f, self.options, self.filter)
                 self.reads += 1
                 old = self.notes.get(f)
+                if self._doubt(f, note, old):
+                    continue
                 if (note is None and old is None) or (
                     note is not None and old is not None and note.digest == old.digest
                 ):
@@ -122,6 +145,24 @@ class VaultGraph:
                 if exists != (f in self.attachments):
                     attach_new[f] = exists
         return notes_new, attach_new
+
+    def _doubt(self, path: str, note: Note | None, old: Note | None) -> bool:
+        """True when this read emptied a note and is not believed yet (see __init__)."""
+        emptied = note is not None and note.digest == EMPTY and old is not None
+        if not (self.confirm_empty and emptied and old.digest != EMPTY):  # type: ignore[union-attr]
+            self._doubted.discard(path)
+            return False
+        if path in self._doubted:  # read empty twice: it is empty
+            self._doubted.discard(path)
+            return False
+        self._doubted.add(path)
+        self._recheck.add(path)
+        return True
+
+    def take_recheck(self) -> set[str]:
+        """The notes to read again after the quiet window (and forget them)."""
+        out, self._recheck = self._recheck, set()
+        return out
 
     def apply(self, changes: Changes) -> Delta:
         """Apply what ``read`` found: new versions of notes (None: gone) and attachments
@@ -135,8 +176,12 @@ class VaultGraph:
         before_nodes = {n: dict(self.g.nodes[n]) for n in touched if n in self.g}
 
         for s in affected:
-            if s in self.g:
-                self.g.remove_edges_from(list(self.g.out_edges(s, keys=True)))
+            if s in self.g:  # its out-edges, except those a canvas owns
+                out = self.g.out_edges(s, keys=True, data=True)
+                self.g.remove_edges_from([(u, v, k) for u, v, k, d in out if "owner" not in d])
+            for u, v, k in self._owned.pop(s, []):
+                if self.g.has_edge(u, v, k):
+                    self.g.remove_edge(u, v, k)
         self._apply_files(notes_new, attach_new)
         for s in affected:
             if s in self.notes:
@@ -203,27 +248,44 @@ class VaultGraph:
                 for u, v, k, d in self.g.out_edges(s, keys=True, data=True):
                     edges[(u, v, k)] = dict(d)
                     touched.add(v)
+            for u, v, k in self._owned.get(s, ()):
+                if self.g.has_edge(u, v, k):
+                    edges[(u, v, k)] = dict(self.g.edges[u, v, k])
+                    touched.update((u, v))
         return edges
 
     def _apply_files(self, notes_new: dict[str, Note | None], attach_new: dict[str, bool]) -> None:
         for f, note in notes_new.items():
             old = self.notes.get(f)
-            self.index.set_aliases(f, old.aliases if old else (), note.aliases if note else ())
+            original = conflict_of(f)  # a sync-conflict copy never resolves a link
+            copy = original is not None
+            if original is not None and note is not None:
+                self.conflicts[f] = original
+            else:
+                self.conflicts.pop(f, None)
+            if not copy:
+                self.index.set_aliases(f, old.aliases if old else (), note.aliases if note else ())
             if note is None:
                 del self.notes[f]
                 self.index.remove(f)
                 self.g.remove_node(f)
                 continue
-            if old is None:
+            if old is None and not copy:
                 self.index.add(f)
             self.notes[f] = note
             self.g.add_node(f)
             self.g.nodes[f].clear()
             self.g.nodes[f].update(_note_attrs(note))
         for f, exists in attach_new.items():
+            original = conflict_of(f)
+            if original is not None and exists:
+                self.conflicts[f] = original
+            else:
+                self.conflicts.pop(f, None)
             if exists:
                 self.attachments.add(f)
-                self.index.add(f)
+                if original is None:
+                    self.index.add(f)
                 self.g.add_node(f, **_plain_attrs("attachment", f.rsplit("/", 1)[-1], f))
             else:
                 self.attachments.discard(f)
@@ -264,7 +326,43 @@ class VaultGraph:
                 markdown=False,
                 alias_of=None,
             )
+        keys |= self._join(source, note)
         self._set_deps(source, keys)
+
+    def _join(self, source: str, note: Note) -> set[str]:
+        """A canvas's edges between two file cards: one ``canvas-edge`` edge from file to
+        file, owned by the canvas, when both resolve to a file. Returns the keys the
+        resolutions depend on."""
+        keys: set[str] = set()
+        owned: list[EdgeKey] = []
+        title = note.title
+        for j, (a, b, label) in enumerate(note.joins):
+            keys |= link_keys(a, source) | link_keys(b, source)
+            ra, rb = resolve(self.index, a, source), resolve(self.index, b, source)
+            if ra.path is None or rb.path is None or ra.path == rb.path:
+                continue
+            key = f"{source}>{j}"
+            context = f"On canvas {title}: {a} → {b}" + (f" ({label})" if label else "")
+            self.g.add_edge(
+                ra.path,
+                rb.path,
+                key=key,
+                kind="canvas-edge",
+                heading=None,
+                block=None,
+                display=label,
+                ambiguous=ra.ambiguous or rb.ambiguous,
+                line=None,
+                section=[],
+                context=context,
+                markdown=False,
+                alias_of=None,
+                owner=source,
+            )
+            owned.append((ra.path, rb.path, key))
+        if owned:
+            self._owned[source] = owned
+        return keys
 
     def _set_deps(self, source: str, keys: set[str]) -> None:
         for k in self._note_keys.pop(source, set()) - keys:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import frontmatter
 import xxhash
 
 from wikid.core._markdown import RawLink, render, scan, split_subpath
+from wikid.core.drawing import is_drawing, split_drawing
 
 _FM_LINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")
 _FM_KEY = re.compile(r"([^\s:#-][^:]*):(?:[ \t]+(.*))?$")
@@ -56,6 +57,8 @@ class Note:
     body_line: int = 1  # file line of the body's first line
     opening: str = ""
     ignored_links: int = 0
+    # A canvas's edges between two file cards: (from file, to file, label), as written.
+    joins: tuple[tuple[str, str, str | None], ...] = ()
     error: str | None = None  # why part of the note could not be read
     rejected: bool = False  # True when nothing of the body could be read
     # (mtime_ns, size) taken before the read, or None when the file was too fresh to
@@ -322,6 +325,9 @@ def _parse_text(
         props, fm_error = _load_yaml(fm_text)
         if fm_error:
             errors.append(fm_error)
+    files = ""
+    if is_drawing(path):  # the text it shows; its embedded files as links only
+        body, files = split_drawing(body)
     scanned = scan(body, body_line)
     alias_values = _string_list(props.get("aliases"), split=False)
     if legacy_alias:
@@ -334,6 +340,8 @@ def _parse_text(
     summary = props.get("summary") or props.get("description")
     note_type = props.get("type")
     links = _property_links(props, fm_text or "") + list(scanned.links)
+    if files:
+        links += [replace(k, context="") for k in scan(files, body_line).links]
     return Note(
         path=path,
         title=str(title).strip()

@@ -30,9 +30,13 @@ from typing import BinaryIO
 import pathspec
 
 from wikid.config import VaultConfig
+from wikid.core.canvas import parse_canvas
 from wikid.core.note import Note, parse_note, rejected_note
 
 DEFAULT_MAX_NOTE_BYTES = 10 * 1024 * 1024
+NOT_DOWNLOADED = "not downloaded: the file's data is not on this disk yet (retried when it is)"
+PLACEHOLDER_MIN = 4096  # bytes: below this, 0 blocks may just mean data kept in the inode
+ICLOUD = ".icloud"  # iCloud's older placeholders: ".name.md.icloud" beside the missing file
 # Editor droppings that are never vault content: swap and backup files, atomic-save
 # temporaries, vim's write probe. (Dot-files are ignored anyway.)
 EDITOR_JUNK = ("*.swp", "*.swx", "*~", "*.tmp", "*.crswap", "4913", "#*#")
@@ -70,8 +74,22 @@ def undecodable(rel: str) -> bool:
     return False
 
 
+def placeholder(st: os.stat_result) -> bool:
+    """A file whose data is not on this disk: a cloud placeholder (iCloud's evicted
+    files keep their size but no blocks). Small files are exempt, since a file system
+    may keep a few KB inline in the inode with no blocks of its own."""
+    return st.st_size > PLACEHOLDER_MIN and getattr(st, "st_blocks", 1) == 0
+
+
 def is_note(path: str) -> bool:
-    return path.lower().endswith(".md")
+    """A file wikid parses into a ``Note``: Markdown, or a JSON Canvas (``core.canvas``).
+    Every other file is an attachment (``.base`` files too: a base is a query, and
+    nothing in it is a link)."""
+    return path.lower().endswith((".md", ".canvas"))
+
+
+def is_canvas(path: str) -> bool:
+    return path.lower().endswith(".canvas")
 
 
 @dataclass
@@ -171,6 +189,9 @@ def walk(
             dirnames[:] = keep
             for name in sorted(filenames):
                 rel = here + name
+                if name.startswith(".") and name.endswith(ICLOUD) and len(name) > 8:
+                    report(here + name[1 : -len(ICLOUD)], NOT_DOWNLOADED + " (iCloud placeholder)")
+                    continue
                 if undecodable(rel):
                     report(_printable(rel), NOT_UTF8)
                     continue
@@ -217,6 +238,8 @@ def read_note(
     path = root / rel
     try:
         with _admitted(root, rel, filt or VaultFilter(root, options)) as (fh, st):
+            if placeholder(st):  # reading it would block on a download, or fail
+                return rejected_note(rel, NOT_DOWNLOADED, f"placeholder:{st.st_size}")
             if st.st_size > options.max_note_bytes:
                 note = rejected_note(
                     rel,
@@ -230,7 +253,10 @@ def read_note(
                     return rejected_note(rel, f"cannot read: {exc.strerror or exc}")
                 if len(data) > options.max_note_bytes:
                     return rejected_note(rel, f"too large: over {options.max_note_bytes} bytes")
-                note = parse_note(rel, data, legacy_alias=options.legacy_alias)
+                if is_canvas(rel):
+                    note = parse_canvas(rel, data)
+                else:
+                    note = parse_note(rel, data, legacy_alias=options.legacy_alias)
     except IsADirectoryError:
         return None
     except Refused as exc:

@@ -282,7 +282,13 @@ class Daemon:
             paths = (
                 paths | changed(self._snapshot, fresh) | set(self.index.graph.notes) | set(fresh)
             )
+        self.index.graph.confirm_empty = True  # a note read empty is read again first
         delta, report = await self.index.update(paths, reconcile=self.store_behind)
+        doubted = self.index.graph.take_recheck()
+        if doubted:
+            log.info("note read empty; reading it again after the quiet window", paths=len(doubted))
+            window = max(self.cfg.debounce_ms / 1000, 0.05)
+            asyncio.get_running_loop().call_later(window, self.watcher.add, sorted(doubted))
         self.store_behind, self.last_error = False, None
         self.batches += 1
         self.last_sync = time.time()

@@ -12,6 +12,7 @@ import time
 from typing import Any, Protocol
 
 from wikid.config import VaultConfig
+from wikid.core.graph import VaultGraph
 from wikid.server.log import Progress
 from wikid.server.watcher import Watcher
 from wikid.store.cost import CostLedger
@@ -50,6 +51,23 @@ class Daemon(Protocol):
 NO_COST = {"by_phase": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None}
 
 
+MAX_CONFLICTS = 500  # listed in status; a vault with more has a sync problem to fix first
+
+
+def conflicts(vg: VaultGraph) -> list[dict[str, Any]]:
+    """Sync-conflict copies, oldest first (the one to resolve first), with the file
+    each copies and whether that file still exists."""
+    rows = []
+    for path, original in list(vg.conflicts.items())[:MAX_CONFLICTS]:
+        try:
+            mtime = os.stat(vg.root / path).st_mtime
+        except OSError:
+            mtime = None
+        exists = original in vg.notes or original in vg.attachments
+        rows.append({"path": path, "original": original, "original_exists": exists, "mtime": mtime})
+    return sorted(rows, key=lambda r: (r["mtime"] is None, r["mtime"] or 0, r["path"]))
+
+
 def status_reply(d: Daemon) -> dict[str, Any]:
     """What the daemon holds and does; answered from the first moment (before the
     vault is loaded, with zeros), and never waits for a batch."""
@@ -71,6 +89,7 @@ def status_reply(d: Daemon) -> dict[str, Any]:
         "last_sync": d.last_sync,
         "batches": d.batches,
         "rejected": idx.graph.problems if idx else {},
+        "conflicts": conflicts(idx.graph) if idx else [],
         "store": {
             "backend": d.cfg.store,
             "workdir": str(d.cfg.workdir),

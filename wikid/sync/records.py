@@ -28,13 +28,14 @@ from lightrag.utils import normalize_entity_name
 from wikid.core.chunk import Chunk, chunk_for_line
 from wikid.core.graph import GHOST, TAG, VaultGraph
 from wikid.core.note import Note
+from wikid.core.vault import is_canvas
 from wikid.store.ids import SEP
 
 DESCRIPTION_MAX = 600
 Record = dict[str, Any]
 
 
-BODY_KINDS = frozenset(["link", "embed", "tag"])  # other kinds are property keys
+BODY_KINDS = frozenset(["link", "embed", "tag"])  # other kinds (but a canvas's) are property keys
 
 
 def relation_key(a: str, b: str) -> str:
@@ -173,7 +174,7 @@ class Mapper:
         if node not in g:
             return None
         attrs = g.nodes[node]
-        if attrs["kind"] == "note":
+        if node in self.vg.notes:  # a note or a canvas
             note = self.vg.notes[node]
             sources = [c.id for c in self.chunks(node)]
             return self.name(node), {
@@ -233,7 +234,8 @@ class Mapper:
         keywords: set[str] = set()
         for u, _, data, _ in evidence:
             other = self.name(b if u == a else a)
-            if data["kind"] not in BODY_KINDS:  # a property link: say the key and both names
+            if data["kind"] not in BODY_KINDS and "owner" not in data and not is_canvas(u):
+                # a property link: say the key and both names (a canvas has no properties)
                 text = f"{self.name(u)} —{data['kind']}→ {other}."
             else:
                 text = data["context"] or (
