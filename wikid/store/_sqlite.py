@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 IN_BATCH = 400  # ids per "IN (...)" list, under SQLite's bound-variable limit
 _open: dict[str, Database] = {}
@@ -36,25 +37,32 @@ _lock = threading.Lock()
 class Database:
     """A connection in autocommit mode; ``transaction()`` groups writes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.read_only = read_only
+        if read_only:  # a reader beside the daemon: SQLite itself refuses every write
+            uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+            self.conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False
+            )
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA busy_timeout=10000")
         self.users = 0
         self.rollbacks = 0  # in-memory caches over the file reload after one
         self._depth = 0
 
     @classmethod
-    def open(cls, path: Path) -> Database:
+    def open(cls, path: Path, read_only: bool = False) -> Database:
         """The process-wide connection for ``path`` (created on first use)."""
         key = str(path.resolve())
         with _lock:
             db = _open.get(key)
             if db is None:
-                db = _open[key] = cls(path)
+                db = _open[key] = cls(path, read_only)
             db.users += 1
             return db
 

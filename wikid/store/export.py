@@ -69,6 +69,8 @@ async def _export(store: Store) -> dict[str, Any]:
                 "description": node.get("description"),
                 "source_ids": _split(node.get("source_id")),
                 "file_paths": _split(node.get("file_path")),
+                "title": node.get("title"),
+                "tags": [t for t in (node.get("tags") or "").split(",") if t],
                 **_origin(node),
             }
         )
@@ -157,6 +159,9 @@ def to_graphml(data: dict[str, Any], path: Path) -> None:
             entity_type=e["type"] or "",
             description=e["description"] or "",
             source_id=SEP.join(e["source_ids"]),
+            file_path=SEP.join(e["file_paths"]),  # vault paths: a graph tool leads back
+            title=e.get("title") or e["name"],
+            tags=",".join(e.get("tags") or []),
         )
     for rel in data["relations"]:
         g.add_edge(
@@ -166,6 +171,7 @@ def to_graphml(data: dict[str, Any], path: Path) -> None:
             keywords=rel["keywords"] or "",
             weight=rel["weight"],
             source_id=SEP.join(rel["source_ids"]),
+            file_path=SEP.join(rel["file_paths"]),
         )
     nx.write_graphml(g, str(path))
 

@@ -73,6 +73,7 @@ logging.getLogger("nano-vectordb").setLevel(logging.WARNING)
 # edge's fields, so a field left out would survive from the record before ("origin"
 # of an extracted entity that a note of the same name took over).
 EDGE_FIELDS = ("weight", "description", "keywords", "source_id", "file_path", "origin")
+NODE_DEFAULTS = {"origin": "", "title": "", "tags": ""}  # fields not every entity record has
 
 
 class LLMForbidden(RuntimeError):
@@ -321,7 +322,7 @@ class Store:
             if ents:
                 await graph.upsert_nodes_batch(
                     [
-                        (n, {"entity_id": n, "origin": "", **rec, "created_at": now})
+                        (n, {**NODE_DEFAULTS, "entity_id": n, **rec, "created_at": now})
                         for n, rec in ents.items()
                     ]
                 )

@@ -12,6 +12,7 @@ stock LightRAG code: ``wikid lightrag-server`` does exactly that.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -49,9 +50,22 @@ def database_file(working_dir: str | Path, workspace: str) -> Path:
     return Path(working_dir) / workspace / DB_FILE if workspace else Path(working_dir) / DB_FILE
 
 
+READ_ONLY_ENV = "WIKID_STORE_READ_ONLY"  # "1": this process only reads (lightrag-server)
+
+
+def read_only() -> bool:
+    return os.environ.get(READ_ONLY_ENV) == "1"
+
+
 def open_database(global_config: dict[str, Any], workspace: str) -> Database:
-    """The shared connection for a LightRAG instance's store, schema ensured."""
-    db = Database.open(database_file(global_config["working_dir"], workspace))
+    """The shared connection for a LightRAG instance's store, schema ensured (or, in a
+    read-only process, a connection SQLite opens read-only)."""
+    path = database_file(global_config["working_dir"], workspace)
+    if read_only():
+        if not path.is_file():
+            raise FileNotFoundError(f"no wikid store at {path}: run wikid on the vault first")
+        return Database.open(path, read_only=True)
+    db = Database.open(path)
     db.conn.executescript(SCHEMA)
     return db
 

@@ -96,6 +96,15 @@ class _Rows(MutableMapping[str, dict[str, Any]]):
         return {k for k in keys if k not in self}
 
 
+SCRATCH = (
+    "llm_response_cache",
+    "entity_chunks",
+    "relation_chunks",
+    "full_entities",
+    "full_relations",
+)
+
+
 class _SQLiteRows(Connected):
     """What both storages share: ``_data`` bound to the rows of their namespace."""
 
@@ -113,7 +122,13 @@ class _SQLiteRows(Connected):
         self._db = None
 
     def _opened(self) -> None:
-        self._data = _Rows(self.db, self.namespace)
+        if self.db.read_only and self.namespace.endswith(SCRATCH):
+            # A read-only LightRAG server still writes these at startup (its chunk
+            # tracking) and while asking (its LLM cache); wikid writes none of them, and
+            # nothing that reads the store needs them, so they live in memory there.
+            self._data = {}
+        else:
+            self._data = _Rows(self.db, self.namespace)
 
     async def initialize(self) -> None:
         # The stock methods take this lock and flip these flags: keep them working.
@@ -122,6 +137,8 @@ class _SQLiteRows(Connected):
         await super().initialize()
 
     async def filter_keys(self, keys: set[str]) -> set[str]:
+        if isinstance(self._data, dict):  # the in-memory cache of a read-only process
+            return set(keys) - set(self._data)
         rows: _Rows = self._data
         return rows.missing(set(keys))
 

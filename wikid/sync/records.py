@@ -182,6 +182,8 @@ class Mapper:
                 "description": note_description(note),
                 "source_id": SEP.join(sources),
                 "file_path": node,
+                "title": note.title,  # the entity name may be qualified; exports show both
+                "tags": ",".join(note.tags),
             }
         evidence = self._inbound_evidence(node)
         if not evidence:
@@ -201,6 +203,8 @@ class Mapper:
             "description": desc,
             "source_id": SEP.join(chunks),
             "file_path": SEP.join(files),
+            "title": str(attrs["title"]),
+            "tags": "",
         }
 
     def _inbound_evidence(self, node: str) -> list[tuple[str, str]]:
