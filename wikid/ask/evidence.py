@@ -14,115 +14,17 @@ Pure functions of their inputs: no store, no LLM, no I/O.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from wikid.core.words import STOP, terms
 from wikid.store.ids import split_sources
+
+__all__ = ["STOP", "terms"]  # re-exported: the ask layer's one vocabulary
 
 POOLS = {"entity": 16, "relation": 16, "chunk": 8, "support": 4}
 REPEAT = (1.0, 0.5, 0.25)  # what covering an aspect a first, second, third time is worth
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "could",
-        "do",
-        "does",
-        "did",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "that",
-        "the",
-        "their",
-        "there",
-        "these",
-        "this",
-        "those",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "would",
-        "about",
-        "into",
-        "there",
-        "such",
-        "thing",
-        "my",
-        "me",
-        "you",
-        "your",
-        "we",
-        "our",
-        "should",
-        "any",
-        "some",
-        "all",
-        "much",
-        "many",
-        "more",
-        "most",
-        "other",
-        "than",
-        "then",
-        "so",
-        "if",
-        "not",
-        "no",
-        "yes",
-        "also",
-        "just",
-        "only",
-        "very",
-    ]
-)
-
-
-def _stem(word: str) -> str:
-    """A light stemmer: plurals, and -ing / -ed on longer words ("matched", "matching")."""
-    w = word.lower()
-    for suffix in ("ing", "ed"):
-        if len(w) > 5 and w.endswith(suffix):
-            return w[: -len(suffix)]
-    for suffix in ("ies", "es", "s"):
-        if len(w) > 4 and w.endswith(suffix) and not w.endswith("ss"):
-            return w[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return w
-
-
-def terms(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD.findall(text) if w.lower() not in STOP}
 
 
 @dataclass
@@ -141,7 +43,7 @@ class Item:
 def aspects_of(question: str, names: Iterable[str], notes: Iterable[str] = ()) -> set[str]:
     """The question's content words, each name it mentions, and each note it names (an
     item from that note covers it): the things an answer has to speak to."""
-    out = terms(question)
+    out = set(terms(question))
     out |= {"name:" + n.lower() for n in names}
     out |= {"note:" + p for p in notes}
     return out

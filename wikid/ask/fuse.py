@@ -115,7 +115,7 @@ def card(vg: VaultGraph, path: str, rank: int) -> Item:
     return Item("entity", note.title, text, path, rank, extra={"paths": [path], "line": 1})
 
 
-def best_chunk(chunks: list[Chunk], question_terms: set[str], rank: int) -> Item | None:
+def best_chunk(chunks: list[Chunk], question_terms: frozenset[str], rank: int) -> Item | None:
     """The chunk of a note sharing most of the question's words (the first on a tie)."""
     if not chunks:
         return None

@@ -43,6 +43,7 @@ _WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
 GRAPH_POOL = 24  # notes the graph walk proposes
 BM25_POOL = 20  # notes full-text search proposes
 CARD_POOL = 16  # best fused notes that get a card (title, type, properties, summary)
+WALK_CARDS = 8  # and the graph walk's best notes, ranked by the walk
 CHUNK_POOL = 10  # best fused notes whose best-matching chunk is a candidate
 PRIOR = 2.0  # prior of the top fused note's items, as gain; it falls as 1 / (1 + rank)
 EXPLAIN_TOP = 12
@@ -187,7 +188,16 @@ def _pool(
     )
     top = sorted(ranking.values(), key=lambda r: r.rank)
     asked = terms(question)
-    cards = [card(vg, r.path, r.rank) for r in top[:CARD_POOL] if r.path in vg.notes]
+    # The graph's best finds are candidates by their own rank too: a note two hops away
+    # that only the walk found would otherwise sink below notes every list half-knows.
+    walked: dict[str, int] = {}
+    for i, r in enumerate(reached[:WALK_CARDS]):
+        walked.setdefault(home(vg, r), i)
+    carded_paths = dict.fromkeys([r.path for r in top[:CARD_POOL]] + list(walked))
+    cards = [card(vg, p, ranking[p].rank) for p in carded_paths if p in vg.notes]
+    for c in cards:
+        if c.path in walked:
+            c.extra["walk_rank"] = walked[c.path]
     carded = {index.entity_name(c.path) for c in cards if c.path}
     chunks = [best_chunk(index.chunks(r.path), asked, r.rank) for r in top[:CHUNK_POOL]]
     pool: list[Item] = []
@@ -202,7 +212,7 @@ def _pool(
         notes = [item.extra["ranked_as"]] if "ranked_as" in item.extra else item.extra["paths"]
         fused = min((ranking[p].rank for p in notes if p in ranking), default=None)
         ranks = [r for r in (fused, item.extra.get("walk_rank")) if r is not None]
-        item.prior = PRIOR / (1 + min(ranks)) if ranks else 0.0  # a path: its walk rank too
+        item.prior = PRIOR / (1 + min(ranks)) if ranks else 0.0  # walked: its walk rank too
         item.extra.setdefault("why", {})["fused_rank"] = fused
         pool.append(item)
     return pool, ranking, seeded

@@ -210,7 +210,7 @@ def _judge(
     reached: list[Reached],
     seeded: set[str],
     words: np.ndarray,
-    wanted: set[str],
+    wanted: frozenset[str],
     rel: dict[str, float],
     meaning: Meaning,
 ) -> None:

@@ -186,11 +186,11 @@ def lightrag_server(
         raise UserError(
             f"LightRAG's server is not installed ({exc}); pip install 'lightrag-hku[api]>=1.5.7,<1.6'"
         ) from exc
-    from wikid.cli import lightrag_app
+    from wikid.cli.lightrag_app import run as serve
     from wikid.store.sqlite_backend import database_file
 
     if cfg.workdir is None or not database_file(cfg.workdir, cfg.workspace).is_file():
         raise UserError(
             f"no store for {cfg.path} in {cfg.workdir}: run 'wikid run' or 'wikid index' first"
         )
-    lightrag_app.run(cfg, server_args)
+    serve(cfg, server_args)

@@ -1,10 +1,13 @@
 """An in-memory index of unit vectors by id: the first pass of a vector query.
 
-Why float16 and a first pass only: a query scores every vector of a namespace,
-which must stay in memory to be fast, and at 20k notes there are ~200k of them
-(300 MB as float32). Held as float16 they take half that; the caller takes the
-best few hundred candidates from here and rescores them exactly with the
-float32 vectors it stores, so the answers are those of an exact search.
+Why int8 and a first pass only: a query scores every vector of a namespace, which
+must stay in memory to be fast, and at 13k notes there are ~120k of them (184 MB as
+float32). Each row is held as int8 with its own scale (symmetric: the row's largest
+component maps to 127), a quarter of float32's memory; the caller takes the best few
+hundred candidates from here and rescores them exactly with the float32 vectors it
+stores, so the answers are those of an exact search. int8 rather than float16
+(half the memory again, and, measured, 3-4x faster to score: numpy widens int8 to
+float32 with SIMD, float16 one value at a time; 40k x 384 scored in ~12 ms vs ~44).
 
 Rows live in one preallocated matrix that grows by doubling; a deleted row is
 filled by the last one. So adding or removing a vector costs O(1), not a copy
@@ -26,12 +29,21 @@ def normalized(m: np.ndarray) -> np.ndarray:
 BLOCK = 16384  # rows widened to float32 at a time while scoring
 
 
+def quantized(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 rows, float32 scale per row) with row ≈ int8 * scale."""
+    peak = np.abs(unit).max(axis=1)
+    scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+    rows = np.clip(np.rint(unit / scale[:, None]), -127, 127).astype(np.int8)
+    return rows, scale
+
+
 class VectorIndex:
     def __init__(self, dim: int) -> None:
         self.dim = dim
         self.ids: list[str] = []
         self.pos: dict[str, int] = {}
-        self._mat = np.zeros((0, dim), np.float16)
+        self._mat = np.zeros((0, dim), np.int8)
+        self._scale = np.zeros(0, np.float32)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -41,20 +53,24 @@ class VectorIndex:
 
     def _reserve(self, n: int) -> None:
         if n > len(self._mat):
-            grown = np.zeros((max(n, 2 * len(self._mat), 1024), self.dim), np.float16)
+            size = max(n, 2 * len(self._mat), 1024)
+            grown = np.zeros((size, self.dim), np.int8)
             grown[: len(self.ids)] = self._mat[: len(self.ids)]
-            self._mat = grown
+            scale = np.zeros(size, np.float32)
+            scale[: len(self.ids)] = self._scale[: len(self.ids)]
+            self._mat, self._scale = grown, scale
 
     def put(self, ids: list[str], vectors: np.ndarray) -> None:
         """Add or replace vectors (any scale: they are normalised here)."""
-        unit = normalized(np.asarray(vectors, np.float32)).astype(np.float16)
+        rows, scales = quantized(normalized(np.asarray(vectors, np.float32)))
         self._reserve(len(self.ids) + len(ids))
-        for key, vec in zip(ids, unit, strict=True):
+        for key, row, scale in zip(ids, rows, scales, strict=True):
             i = self.pos.get(key)
             if i is None:
                 i = self.pos[key] = len(self.ids)
                 self.ids.append(key)
-            self._mat[i] = vec
+            self._mat[i] = row
+            self._scale[i] = scale
 
     def drop(self, ids: list[str]) -> None:
         for key in ids:
@@ -67,16 +83,18 @@ class VectorIndex:
                 self.ids[i] = moved
                 self.pos[moved] = i
                 self._mat[i] = self._mat[last]
+                self._scale[i] = self._scale[last]
 
     def candidates(self, query: np.ndarray, k: int) -> list[str]:
-        """The ``k`` ids most similar to ``query`` by the float16 scores."""
+        """The ``k`` ids most similar to ``query`` by the int8 scores."""
         n = len(self.ids)
         if n == 0 or k <= 0:
             return []
         q = normalized(np.asarray(query, np.float32).reshape(1, -1))[0]
-        # numpy has no fast float16 product: widen one block at a time.
+        # Widen one block at a time: the float32 copy of a block, never of the matrix.
         scores = np.concatenate(
             [self._mat[i : min(i + BLOCK, n)].astype(np.float32) @ q for i in range(0, n, BLOCK)]
         )
+        scores *= self._scale[:n]
         top = np.argpartition(-scores, k - 1)[:k] if n > k else np.arange(n)
         return [self.ids[i] for i in top.tolist()]

@@ -166,7 +166,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
     async def query(
         self, query: str, top_k: int, query_embedding: list[float] | None = None
     ) -> list[dict[str, Any]]:
-        """Cosine top-k above the threshold, exact: float16 candidates from memory,
+        """Cosine top-k above the threshold, exact: int8 candidates from memory,
         rescored with the stored float32 vectors."""
         if query_embedding is None:
             query_embedding = (await self.embedding_func([query], context="query"))[0]

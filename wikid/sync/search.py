@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wikid.core.note import Note
+from wikid.core.words import STOP
 from wikid.store._sqlite import Database
 
 SCHEMA = """
@@ -50,9 +51,12 @@ class Hit:
 
 
 def _match_expr(text: str) -> str | None:
-    """Any of the words, each quoted (FTS5 syntax never leaks in from user text)."""
-    words = dict.fromkeys(w.lower() for w in _TOKEN.findall(text) if len(w) > 1 or w.isdigit())
-    return " OR ".join(f'"{w}"' for w in words) or None
+    """Any of the words, each quoted (FTS5 syntax never leaks in from user text). Stop
+    words are left out unless there is nothing else: "what" and "does" would match
+    nearly every note, costing time and ranking nothing."""
+    words = [w.lower() for w in _TOKEN.findall(text) if len(w) > 1 or w.isdigit()]
+    content = [w for w in words if w not in STOP] or words
+    return " OR ".join(f'"{w}"' for w in dict.fromkeys(content)) or None
 
 
 class SearchIndex:

@@ -1,0 +1,121 @@
+"""Words of a question or a text: the stop words, a light stemmer, the term set.
+
+Why in core: the ask layer scores by these terms, and the search index (sync) must
+leave the same stop words out of its queries, or a question's "what" and "does"
+match every note. Pure functions; ``terms`` is memoised (chunk texts repeat across
+queries).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "could",
+        "do",
+        "does",
+        "did",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "there",
+        "these",
+        "this",
+        "those",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "about",
+        "into",
+        "there",
+        "such",
+        "thing",
+        "my",
+        "me",
+        "you",
+        "your",
+        "we",
+        "our",
+        "should",
+        "any",
+        "some",
+        "all",
+        "much",
+        "many",
+        "more",
+        "most",
+        "other",
+        "than",
+        "then",
+        "so",
+        "if",
+        "not",
+        "no",
+        "yes",
+        "also",
+        "just",
+        "only",
+        "very",
+    ]
+)
+
+
+def _stem(word: str) -> str:
+    """A light stemmer: plurals, and -ing / -ed on longer words ("matched", "matching")."""
+    w = word.lower()
+    for suffix in ("ing", "ed"):
+        if len(w) > 5 and w.endswith(suffix):
+            return w[: -len(suffix)]
+    for suffix in ("ies", "es", "s"):
+        if len(w) > 4 and w.endswith(suffix) and not w.endswith("ss"):
+            return w[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return w
+
+
+@functools.lru_cache(maxsize=65536)
+def terms(text: str) -> frozenset[str]:
+    """The stemmed content words of ``text``."""
+    return frozenset(_stem(w) for w in _WORD.findall(text) if w.lower() not in STOP)
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that are not stop words, in order, as written."""
+    return [w for w in _WORD.findall(text) if w.lower() not in STOP]
