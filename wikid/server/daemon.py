@@ -76,6 +76,7 @@ class Daemon:
         self.in_flight = 0  # paths of the batch being applied
         self.vault_missing = False
         self.serving = False  # links and search answer (the store may still embed)
+        self.counts = {"entities": 0, "relations": 0, "chunks": 0}  # as of the last write
         self.progress = Progress("embedding", live=False)  # log events, not a bar
         self._notified = 0.0
         self._snapshot: dict[str, tuple[int, int]] = {}
@@ -181,6 +182,7 @@ class Daemon:
                 self.busy = False
         self.last_sync = time.time()
         log.info("initial sync", vault=str(self.cfg.path), **report)
+        await self._recount()
         self.ready = self.serving = True
         self.phase = f"watching {report['notes']} notes"
         notify("READY=1", f"STATUS={self.phase}")
@@ -284,6 +286,8 @@ class Daemon:
             )
         self.index.graph.confirm_empty = True  # a note read empty is read again first
         delta, report = await self.index.update(paths, reconcile=self.store_behind)
+        if any(report.writes.values()):
+            await self._recount()
         doubted = self.index.graph.take_recheck()
         if doubted:
             log.info("note read empty; reading it again after the quiet window", paths=len(doubted))
@@ -369,6 +373,7 @@ class Daemon:
                     self.index = fresh
                     self.watcher.filter = fresh.graph.filter
                     await fresh.reconcile()
+                    await self._recount()
                 finally:
                     self.busy = False
             self._extract_wake.set()
@@ -457,6 +462,12 @@ class Daemon:
     def embedding(self) -> bool:
         """A batch is embedding texts right now (status shows its progress)."""
         return self.busy and self.progress.total > 0 and self.progress.done < self.progress.total
+
+    async def _recount(self) -> None:
+        """The store's counts for ``status``, read in a worker thread after a batch wrote:
+        a status call never queries the store (counting 100k rows takes tens of ms, and
+        waits for any statement a batch thread is running on the same connection)."""
+        self.counts = await asyncio.to_thread(self.index.counts)
 
     @property
     def loaded(self) -> Index | None:

@@ -38,6 +38,7 @@ class Daemon(Protocol):
     vault_missing: bool
     started: float
     costs: CostLedger
+    counts: dict[str, int]  # the store's, as of its last write
 
     @property
     def loaded(self) -> Index | None: ...
@@ -72,7 +73,7 @@ def status_reply(d: Daemon) -> dict[str, Any]:
     """What the daemon holds and does; answered from the first moment (before the
     vault is loaded, with zeros), and never waits for a batch."""
     idx = d.loaded
-    counts = idx.counts() if idx else {"entities": 0, "relations": 0, "chunks": 0}
+    counts = d.counts
     return {
         "vault": str(d.cfg.path),
         "ready": d.ready,
