@@ -18,10 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikid.core.words import STOP, terms
+from wikid.core.words import terms
 from wikid.store.ids import split_sources
-
-__all__ = ["STOP", "terms"]  # re-exported: the ask layer's one vocabulary
 
 POOLS = {"entity": 16, "relation": 16, "chunk": 8, "support": 4}
 REPEAT = (1.0, 0.5, 0.25)  # what covering an aspect a first, second, third time is worth

@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikid.ask.evidence import Item, terms
+from wikid.ask.evidence import Item
 from wikid.ask.walk import Reached, Step
 from wikid.core.chunk import Chunk
 from wikid.core.graph import VaultGraph
+from wikid.core.words import terms
 
 RRF_K = 10  # small: the first few places of each list should dominate
 WEIGHTS = {"graph": 1.0, "named": 0.5, "bm25": 1.0, "vector": 1.0}

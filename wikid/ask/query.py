@@ -15,7 +15,6 @@ Every item comes back with the note path, heading and line to open.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -23,23 +22,21 @@ from lightrag import QueryParam
 
 from wikid.ask.evidence import (
     POOLS,
-    STOP,
     STOP_RULES,
     Item,
     aspects_of,
     first_path,
     select,
-    terms,
     truncate,
 )
 from wikid.ask.fuse import Ranked, best_chunk, card, fuse, home, path_items, vector_order
 from wikid.ask.walk import Meaning, reach
+from wikid.core.words import content_words, terms
 from wikid.store.ids import split_sources
 
 if TYPE_CHECKING:
     from wikid.sync.index import Index
 
-_WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
 GRAPH_POOL = 24  # notes the graph walk proposes
 BM25_POOL = 20  # notes full-text search proposes
 CARD_POOL = 16  # best fused notes that get a card (title, type, properties, summary)
@@ -58,7 +55,7 @@ def keywords(index: Index, question: str) -> tuple[list[str], list[str], list[tu
         for n in (entity, name):
             if n not in names:
                 names.append(n)
-    words = [w for w in _WORD.findall(question) if w.lower() not in STOP]
+    words = content_words(question)
     phrases = [" ".join(words[i : i + 2]) for i in range(len(words) - 1)]
     high = [" ".join(words)] if words else [question]
     low = list(dict.fromkeys(names + phrases + words))[:20] or [question]

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from wikid.ask.evidence import STOP, terms
 from wikid.core.graph import TAG, VaultGraph
+from wikid.core.words import content_words, terms, words
 
 LINK_KINDS = frozenset(["link", "embed", "tag", "canvas", "canvas-edge"])  # no typed relation
 BASE = 0.3  # what any edge to a seed is worth; a typed edge that matches adds to it
@@ -40,7 +40,6 @@ HOP2 = 0.5  # a second hop counts half
 EXPAND = 10  # first-hop notes a second hop starts from
 HUB = 300  # a first-hop note with more edges than this is not walked through
 FLOOR = 0.3  # cosines below this are noise for MiniLM
-_WORD = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
@@ -118,10 +117,10 @@ def seeds(vg: VaultGraph, question: str, named: Iterable[tuple[str, str]]) -> di
         node = TAG + name[1:].lower() if name.startswith("#") else path
         if node in vg.g:
             out.setdefault(node, name)
-    low = " " + " ".join(_WORD.findall(question.casefold())) + " "
+    low = " " + " ".join(words(question.casefold())) + " "
     for node, attrs in vg.g.nodes(data=True):
         if attrs["kind"] == "ghost":
-            title = " ".join(_WORD.findall(attrs["title"].casefold()))
+            title = " ".join(words(attrs["title"].casefold()))
             if title and f" {title} " in low:
                 out.setdefault(node, attrs["title"])
     return out
@@ -154,12 +153,11 @@ def reach(
     seeded = seeds(vg, question, named)
     if not seeded:
         return seeded, []
-    said = {w.lower() for name in seeded.values() for w in _WORD.findall(name)}
-    rest = [w for w in dict.fromkeys(_WORD.findall(question)) if w.lower() not in STOP | said] or [
-        w for w in _WORD.findall(question) if w.lower() not in STOP
-    ]
+    said = {w.lower() for name in seeded.values() for w in words(name)}
+    asked = content_words(question)
+    rest = [w for w in dict.fromkeys(asked) if w.lower() not in said] or asked
     wanted = terms(" ".join(rest))
-    words = meaning.vectors(rest)
+    vectors = meaning.vectors(rest)
 
     first: dict[str, dict[str, list[Step]]] = {}  # node -> seed -> its edges to it
     for seed in seeded:
@@ -167,7 +165,7 @@ def reach(
             if n not in seeded and not n.startswith(TAG):
                 first.setdefault(n, {}).setdefault(seed, []).append(step)
     kinds = {s.kind for per in first.values() for steps in per.values() for s in steps}
-    rel = meaning.best(words, [k for k in kinds if k not in LINK_KINDS])
+    rel = meaning.best(vectors, [k for k in kinds if k not in LINK_KINDS])
 
     def value(step: Step) -> float:
         if step.kind in LINK_KINDS:  # a body link: the sentence around it may say how
@@ -185,7 +183,7 @@ def reach(
         total = sum(value(s) for s, _ in best)
         found[n] = Reached(n, total, 1, seed, (step,), {"edge": step.kind, "seeds": len(best)})
 
-    _judge(vg, list(found.values()), set(seeded), words, wanted, rel, meaning)
+    _judge(vg, list(found.values()), set(seeded), vectors, wanted, rel, meaning)
     hubs = sorted(found.values(), key=lambda r: -r.score)[:EXPAND]
     second: dict[str, Reached] = {}
     for mid in hubs:
@@ -193,13 +191,13 @@ def reach(
             continue
         hop2 = [(n, s) for n, s in _edges(vg, mid.node) if n not in seeded and n not in found]
         new = [s.kind for _, s in hop2 if s.kind not in rel and s.kind not in LINK_KINDS]
-        rel.update(meaning.best(words, new))
+        rel.update(meaning.best(vectors, new))
         for n, step in hop2:
             score = HOP2 * (mid.score + value(step))
             if not n.startswith(TAG) and (n not in second or second[n].score < score):
                 why = {"edge": step.kind, "via": mid.node}
                 second[n] = Reached(n, score, 2, mid.seed, (*mid.steps, step), why)
-    _judge(vg, list(second.values()), set(seeded), words, wanted, rel, meaning)
+    _judge(vg, list(second.values()), set(seeded), vectors, wanted, rel, meaning)
     found.update(second)
     out = sorted(found.values(), key=lambda r: (-r.score, r.hop, r.node))
     return seeded, out[:top]
@@ -209,7 +207,7 @@ def _judge(
     vg: VaultGraph,
     reached: list[Reached],
     seeded: set[str],
-    words: np.ndarray,
+    vectors: np.ndarray,
     wanted: frozenset[str],
     rel: dict[str, float],
     meaning: Meaning,
@@ -217,7 +215,7 @@ def _judge(
     """Add to each reached note's score how well it is of the kind asked for (its
     classes, by meaning; a shared word counts in full) and how well its title matches."""
     labels = {r.node: _classes(vg, r.node, seeded) for r in reached if r.node in vg.notes}
-    cls = meaning.best(words, [c for cs in labels.values() for c in cs])
+    cls = meaning.best(vectors, [c for cs in labels.values() for c in cs])
     for r in reached:
         c = max((1.0 if terms(x) & wanted else cls[x] for x in labels.get(r.node, ())), default=0.0)
         attrs = vg.g.nodes[r.node]

@@ -11,7 +11,9 @@ from __future__ import annotations
 import functools
 import re
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)  # for terms: "node.js" is node, js
+# A question's words as written: apostrophes and hyphens stay ("Conway's", "non-duality").
+_SAID = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
 
 STOP = frozenset(
     [
@@ -116,6 +118,11 @@ def terms(text: str) -> frozenset[str]:
     return frozenset(_stem(w) for w in _WORD.findall(text) if w.lower() not in STOP)
 
 
+def words(text: str) -> list[str]:
+    """The words of ``text`` in order, as written."""
+    return _SAID.findall(text)
+
+
 def content_words(text: str) -> list[str]:
     """The words of ``text`` that are not stop words, in order, as written."""
-    return [w for w in _WORD.findall(text) if w.lower() not in STOP]
+    return [w for w in _SAID.findall(text) if w.lower() not in STOP]
