@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from wikid.core.graph import TAG, VaultGraph
+from wikid.core.graph import BODY_KINDS, CANVAS_KINDS, TAG, VaultGraph
 from wikid.core.words import content_words, terms, words
 
-LINK_KINDS = frozenset(["link", "embed", "tag", "canvas", "canvas-edge"])  # no typed relation
+LINK_KINDS = BODY_KINDS | CANVAS_KINDS  # edges that state no typed relation
 BASE = 0.3  # what any edge to a seed is worth; a typed edge that matches adds to it
 CLASS_WEIGHT = 0.8  # the note is of the kind asked for ("book", "podcast")
 TITLE_WEIGHT = 0.5  # the note's own title holds the question's other words

@@ -39,6 +39,10 @@ from wikid.core.vault import (
 
 GHOST = "ghost:"
 EMPTY = digest(b"")
+# Edge kinds that state no typed relation: a note's body links, embeds and tags, and
+# what a canvas states. Any other kind is a frontmatter property's key.
+BODY_KINDS = frozenset(["link", "embed", "tag"])
+CANVAS_KINDS = frozenset(["canvas", "canvas-edge"])
 TAG = "tag:"
 Changes = tuple[dict[str, Note | None], dict[str, bool]]  # what ``read`` found
 
@@ -53,7 +57,6 @@ def _note_attrs(note: Note) -> Attrs:
         "type": note.type,
         "summary": note.summary,
         "error": note.error,
-        "conflict_of": conflict_of(note.path),
     }
 
 
@@ -257,12 +260,7 @@ class VaultGraph:
     def _apply_files(self, notes_new: dict[str, Note | None], attach_new: dict[str, bool]) -> None:
         for f, note in notes_new.items():
             old = self.notes.get(f)
-            original = conflict_of(f)  # a sync-conflict copy never resolves a link
-            copy = original is not None
-            if original is not None and note is not None:
-                self.conflicts[f] = original
-            else:
-                self.conflicts.pop(f, None)
+            copy = self._track_conflict(f, note is not None)
             if not copy:
                 self.index.set_aliases(f, old.aliases if old else (), note.aliases if note else ())
             if note is None:
@@ -275,22 +273,28 @@ class VaultGraph:
             self.notes[f] = note
             self.g.add_node(f)
             self.g.nodes[f].clear()
-            self.g.nodes[f].update(_note_attrs(note))
+            self.g.nodes[f].update(_note_attrs(note), conflict_of=self.conflicts.get(f))
         for f, exists in attach_new.items():
-            original = conflict_of(f)
-            if original is not None and exists:
-                self.conflicts[f] = original
-            else:
-                self.conflicts.pop(f, None)
+            copy = self._track_conflict(f, exists)
             if exists:
                 self.attachments.add(f)
-                if original is None:
+                if not copy:
                     self.index.add(f)
                 self.g.add_node(f, **_plain_attrs("attachment", f.rsplit("/", 1)[-1], f))
             else:
                 self.attachments.discard(f)
                 self.index.remove(f)
                 self.g.remove_node(f)
+
+    def _track_conflict(self, path: str, present: bool) -> bool:
+        """Whether ``path`` is a sync-conflict copy (which never resolves a link), kept in
+        ``conflicts`` while it is present."""
+        original = conflict_of(path)
+        if original is not None and present:
+            self.conflicts[path] = original
+        else:
+            self.conflicts.pop(path, None)
+        return original is not None
 
     def _link(self, source: str) -> None:
         note = self.notes[source]

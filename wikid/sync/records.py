@@ -26,16 +26,13 @@ from typing import Any
 from lightrag.utils import normalize_entity_name
 
 from wikid.core.chunk import Chunk, chunk_for_line
-from wikid.core.graph import GHOST, TAG, VaultGraph
+from wikid.core.graph import BODY_KINDS, GHOST, TAG, VaultGraph
 from wikid.core.note import Note
 from wikid.core.vault import is_canvas
 from wikid.store.ids import SEP
 
 DESCRIPTION_MAX = 600
 Record = dict[str, Any]
-
-
-BODY_KINDS = frozenset(["link", "embed", "tag"])  # other kinds (but a canvas's) are property keys
 
 
 def relation_key(a: str, b: str) -> str:
