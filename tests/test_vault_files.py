@@ -326,15 +326,30 @@ def test_a_base_is_an_attachment_never_a_note(tmp_path: Path) -> None:
 def test_a_note_read_empty_is_read_again_before_it_is_believed(tmp_path: Path) -> None:
     vault = _vault(tmp_path / "v")
     vg = VaultGraph.load(vault)
-    vg.confirm_empty = True
     write(vault, "Notes/Alpha.md", "")  # a sync tool mid-write
-    assert not vg.update(["Notes/Alpha.md"]) and vg.take_recheck() == {"Notes/Alpha.md"}
+    assert not vg.update(["Notes/Alpha.md"], confirm_empty=True) and vg.take_recheck() == {
+        "Notes/Alpha.md"
+    }
     write(vault, "Notes/Alpha.md", "# Alpha\nback, with [[Gamma]]\n")  # the rest arrives
-    vg.update(["Notes/Alpha.md"])
+    vg.update(["Notes/Alpha.md"], confirm_empty=True)
     links = [v for _, v, k in vg.g.out_edges("Notes/Alpha.md", data="kind") if k == "link"]
     assert links == ["Notes/Gamma.md"]
     write(vault, "Notes/Alpha.md", "")  # emptied for real: the second read believes it
-    assert not vg.update(["Notes/Alpha.md"])
+    assert not vg.update(["Notes/Alpha.md"], confirm_empty=True)
     assert vg.take_recheck() == {"Notes/Alpha.md"} and vg.notes["Notes/Alpha.md"].body
-    vg.update(["Notes/Alpha.md"])
+    vg.update(["Notes/Alpha.md"], confirm_empty=True)
     assert not vg.notes["Notes/Alpha.md"].body and not vg.take_recheck()
+
+
+def test_the_daemon_reads_an_emptied_note_again_before_it_believes_it(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "v")
+    write(vault, "Notes/Alpha.md", "# Alpha\nsee [[Gamma]]\n")
+    d = DaemonProc(vault, tmp_path).start()
+    try:
+        write(vault, "Notes/Alpha.md", "")
+        d.wait_for(lambda s: "reading it again" in d.log.read_text(), timeout=30)
+        d.settle()  # the second read, after the quiet window, believes it
+        kinds = {e["kind"] for e in d.call("links", note="Notes/Alpha.md")["links"]}
+        assert "link" not in kinds
+    finally:
+        d.stop()

@@ -83,10 +83,9 @@ class VaultGraph:
         # not its out-edges; removed and re-derived with the canvas.
         self._owned: dict[str, list[EdgeKey]] = {}
         self.conflicts: dict[str, str] = {}  # sync-conflict copy -> the file it copies
-        # A note read empty that was not: a sync tool may be mid-write. With
-        # ``confirm_empty`` (the daemon) that read is not believed until a second read
-        # says the same; ``take_recheck`` names the notes to read again.
-        self.confirm_empty = False
+        # A note read empty that was not: a sync tool may be mid-write. Read with
+        # ``confirm_empty`` (the daemon does), that read is not believed until a second
+        # read says the same; ``take_recheck`` names the notes to read again.
         self._doubted: set[str] = set()
         self._recheck: set[str] = set()
         self.reads = 0  # notes read from disk (a restart from the parse cache reads few)
@@ -121,14 +120,15 @@ class VaultGraph:
 
     # -- updating -----------------------------------------------------------
 
-    def update(self, paths: Iterable[str]) -> Delta:
+    def update(self, paths: Iterable[str], confirm_empty: bool = False) -> Delta:
         """Bring the graph in line with the files at ``paths`` (files or folders,
         created, modified, deleted, or either end of a move) and return what changed."""
-        return self.apply(self.read(paths))
+        return self.apply(self.read(paths, confirm_empty))
 
-    def read(self, paths: Iterable[str]) -> Changes:
-        """Read and parse what changed at ``paths``, changing nothing: the slow half of
-        ``update``, safe to run in a worker thread while the graph is only read."""
+    def read(self, paths: Iterable[str], confirm_empty: bool = False) -> Changes:
+        """Read and parse what changed at ``paths``, changing nothing of the graph: the
+        slow half of ``update``, safe to run in a worker thread while the graph is only
+        read. With ``confirm_empty`` a note newly read empty waits for a second read."""
         notes_new: dict[str, Note | None] = {}
         attach_new: dict[str, bool] = {}
         for f in sorted(self._expand(paths)):
@@ -136,7 +136,7 @@ class VaultGraph:
                 note = read_note(self.root, f, self.options, self.filter)
                 self.reads += 1
                 old = self.notes.get(f)
-                if self._doubt(f, note, old):
+                if self._doubt(f, note, old, confirm_empty):
                     continue
                 if (note is None and old is None) or (
                     note is not None and old is not None and note.digest == old.digest
@@ -149,10 +149,10 @@ class VaultGraph:
                     attach_new[f] = exists
         return notes_new, attach_new
 
-    def _doubt(self, path: str, note: Note | None, old: Note | None) -> bool:
+    def _doubt(self, path: str, note: Note | None, old: Note | None, confirm: bool) -> bool:
         """True when this read emptied a note and is not believed yet (see __init__)."""
-        emptied = note is not None and note.digest == EMPTY and old is not None
-        if not (self.confirm_empty and emptied and old.digest != EMPTY):  # type: ignore[union-attr]
+        emptied = note is not None and old is not None and note.digest == EMPTY != old.digest
+        if not (confirm and emptied):
             self._doubted.discard(path)
             return False
         if path in self._doubted:  # read empty twice: it is empty

@@ -284,8 +284,9 @@ class Daemon:
             paths = (
                 paths | changed(self._snapshot, fresh) | set(self.index.graph.notes) | set(fresh)
             )
-        self.index.graph.confirm_empty = True  # a note read empty is read again first
-        delta, report = await self.index.update(paths, reconcile=self.store_behind)
+        delta, report = await self.index.update(
+            paths, reconcile=self.store_behind, confirm_empty=True
+        )
         if any(report.writes.values()):
             await self._recount()
         doubted = self.index.graph.take_recheck()

@@ -212,11 +212,15 @@ class Index:
     def cost_ledger(self) -> CostLedger:
         return CostLedger(self.store.ledger.database)
 
-    async def update(self, paths: set[str], reconcile: bool = False) -> tuple[Delta, BatchReport]:
+    async def update(
+        self, paths: set[str], reconcile: bool = False, confirm_empty: bool = False
+    ) -> tuple[Delta, BatchReport]:
         """Re-read ``paths`` into the graph and write what changed: one batch (with
-        ``reconcile``, compare every key instead: after a failed batch). Files are read
-        and parsed in a worker thread, so the event loop keeps answering."""
-        changes = await asyncio.to_thread(self.vg.read, paths)
+        ``reconcile``, compare every key instead: after a failed batch; with
+        ``confirm_empty``, a note newly read empty waits for a second read, see
+        ``VaultGraph.take_recheck``). Files are read and parsed in a worker thread, so
+        the event loop keeps answering."""
+        changes = await asyncio.to_thread(self.vg.read, paths, confirm_empty)
         delta = self.vg.apply(changes)
         report = await (self.sink.reconcile_all() if reconcile else self.sink.apply(delta))
         return delta, report
