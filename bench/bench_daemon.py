@@ -20,6 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from daemontools import EXAMPLE, DaemonProc
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_scale import edits_visible
+
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "vaultofknowledge"
 
 
@@ -46,18 +49,7 @@ def main(edits: int, idle: float) -> None:
         assert d.proc is not None
         _, rss = proc_stat(d.proc.pid)
         notes = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.md"))
-        lat = []
-        for i in range(edits):
-            rel = notes[(i * 7919) % len(notes)]
-            target = f"Bench Target {i}"
-            start = time.perf_counter()
-            with open(vault / rel, "a", encoding="utf-8") as fh:
-                fh.write(f"\nBenchmark edit {i} links to [[{target}]].\n")
-            while not any(
-                e["target"] == f"ghost:{target}" for e in d.call("links", note=rel)["links"]
-            ):
-                time.sleep(0.005)
-            lat.append((time.perf_counter() - start) * 1000)
+        lat = edits_visible(d, vault, notes, edits)
         d.settle()
         cpu0, _ = proc_stat(d.proc.pid)
         time.sleep(idle)

@@ -188,6 +188,19 @@ def _apply(root: Path, op: tuple[str, str, object]) -> list[str]:
     return []
 
 
+def check_rounds(root: Path, steps: list[tuple[str, str, object]]) -> None:
+    """Load ``root``, then apply each step: after every one the graph equals a rebuild,
+    and replaying the delta on the previous graph gives the same graph."""
+    vg = VaultGraph.load(root)
+    for op in steps:
+        before = snapshot(vg)
+        delta = vg.update(_apply(root, op))
+        now = snapshot(vg)
+        assert_same(now, snapshot(VaultGraph.load(root)))
+        assert_same(replay(before, delta), now)
+        assert not set(delta.nodes_added) & set(before[0]), "an existing node reported as added"
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(paths, bodies), min_size=1, max_size=8), st.lists(ops, max_size=14))
 def test_incremental_equals_rebuild(
@@ -197,14 +210,7 @@ def test_incremental_equals_rebuild(
         root = Path(tmp)
         for path, text in initial:
             write(root, path, text)
-        vg = VaultGraph.load(root)
-        for op in steps:
-            before = snapshot(vg)
-            delta = vg.update(_apply(root, op))
-            now = snapshot(vg)
-            assert_same(now, snapshot(VaultGraph.load(root)))
-            assert_same(replay(before, delta), now)
-            assert not set(delta.nodes_added) & set(before[0]), "an existing node reported as added"
+        check_rounds(root, steps)
 
 
 def test_update_reports_nothing_for_an_unchanged_resave(tmp_path: Path) -> None:
@@ -311,10 +317,4 @@ def test_canvases_incremental_equals_rebuild(
         write(root, "pic.png", "png")
         for path, text in initial:
             write(root, path, text)
-        vg = VaultGraph.load(root)
-        for op in steps:
-            before = snapshot(vg)
-            delta = vg.update(_apply(root, op))
-            now = snapshot(vg)
-            assert_same(now, snapshot(VaultGraph.load(root)))
-            assert_same(replay(before, delta), now)
+        check_rounds(root, steps)
