@@ -9,9 +9,12 @@ must equal the incremental store, field by field.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -233,6 +236,18 @@ def test_a_failing_llm_leaves_the_structure_alone_and_is_retried(tmp_path: Path)
             texts = " ".join(i["text"] for k in ("entities", "relations") for i in ev[k])
             assert "Dana Reyes" in texts
             assert status["cost"]["calls"] == status["extraction"]["calls"] > 0
+            # status counts what extraction wrote too (they are read after every write)
+            d.settle()
+            exported = subprocess.run(
+                [sys.executable, "-m", "wikid", "export", "--workdir", str(d.workdir)],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=120,
+            )
+            entities = json.loads(exported.stdout)["entities"]
+            assert any(e.get("origin") == "llm" for e in entities)
+            assert d.call("status")["entities"] == len(entities)
         finally:
             d.stop()
 

@@ -337,6 +337,7 @@ class Daemon:
         elif hashes:
             async with self._batch_lock:
                 report = await index.write_extracted(hashes)
+                await self._recount()
             log.info("extraction", chunks=len(hashes), writes=report.writes)
 
     async def _reconcile_loop(self) -> None:
