@@ -111,6 +111,8 @@ def server_env(
     cfg: VaultConfig, embed_url: str, model: str, dim: int, storages: tuple[str, ...]
 ) -> dict[str, str]:
     """The environment LightRAG's server reads its settings from."""
+    from wikid.store.sqlite_backend import READ_ONLY_ENV
+
     kv, vector, graph, doc_status = storages
     env = {
         "WORKING_DIR": str(cfg.workdir),
@@ -125,7 +127,7 @@ def server_env(
         "EMBEDDING_MODEL": model,
         "EMBEDDING_DIM": str(dim),
         "EMBEDDING_USE_BASE64": "false",
-        "WIKID_STORE_READ_ONLY": "1",
+        READ_ONLY_ENV: "1",
     }
     llm = cfg.llm()
     if llm is not None:
