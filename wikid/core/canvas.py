@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from wikid.core._markdown import RawLink, scan
-from wikid.core.note import Note, decode, digest, rejected_note
+from wikid.core.note import Note, parse_with
 
 MAX_NODES = 20_000  # nodes and edges read per canvas
 
@@ -34,18 +34,15 @@ def canvas_title(path: str) -> str:
 
 def parse_canvas(path: str, data: bytes) -> Note:
     """Parse a canvas; never raises."""
-    content_digest = digest(data)
+    return parse_with(path, data, _parse_text)
+
+
+def _parse_text(path: str, text: str, content_digest: str, warning: str | None) -> Note:
     try:
-        text, warning = decode(data)
-        if text is None:
-            return rejected_note(path, warning or "unreadable", content_digest)
-        try:
-            doc = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            return _note(path, content_digest, [], [], [], [f"not JSON Canvas: {exc}"])
-        return _from_doc(path, content_digest, doc, [warning] if warning else [])
-    except Exception as exc:  # a parser bug must not cost the user the canvas
-        return rejected_note(path, f"parser error: {type(exc).__name__}: {exc}", content_digest)
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return _note(path, content_digest, [], [], [], [f"not JSON Canvas: {exc}"])
+    return _from_doc(path, content_digest, doc, [warning] if warning else [])
 
 
 def _items(doc: dict[str, Any], key: str, errors: list[str]) -> list[dict[str, Any]]:

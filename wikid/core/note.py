@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -100,16 +101,30 @@ def decode(data: bytes) -> tuple[str | None, str | None]:
     return text, warning
 
 
-def parse_note(path: str, data: bytes, *, legacy_alias: bool = True) -> Note:
-    """Parse a note; never raises."""
+TextParser = Callable[[str, str, str, str | None], Note]  # (path, text, digest, warning)
+
+
+def parse_with(path: str, data: bytes, parse_text: TextParser) -> Note:
+    """Decode a file's bytes and parse them with ``parse_text``; never raises: what
+    cannot be decoded, or trips a parser bug, is a rejected note that keeps its name.
+    Shared by notes and canvases (``core.canvas``)."""
     content_digest = digest(data)
     try:
         text, warning = decode(data)
         if text is None:
             return rejected_note(path, warning or "unreadable", content_digest)
-        return _parse_text(path, text, content_digest, warning, legacy_alias)
-    except Exception as exc:  # a parser bug must not cost the user the note
+        return parse_text(path, text, content_digest, warning)
+    except Exception as exc:  # a parser bug must not cost the user the file
         return rejected_note(path, f"parser error: {type(exc).__name__}: {exc}", content_digest)
+
+
+def parse_note(path: str, data: bytes, *, legacy_alias: bool = True) -> Note:
+    """Parse a note; never raises."""
+
+    def parse_text(path: str, text: str, content_digest: str, warning: str | None) -> Note:
+        return _parse_text(path, text, content_digest, warning, legacy_alias)
+
+    return parse_with(path, data, parse_text)
 
 
 def _split_frontmatter(text: str) -> tuple[str | None, str, int]:
