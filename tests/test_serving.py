@@ -4,12 +4,16 @@ it is partial."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from pathlib import Path
 
 from daemontools import DaemonProc
 from graphtools import write
+from storetools import assert_same_store, fresh_export, ledger_path
+
+from wikid.store.export import export_workdir
 
 from wikid.client import DaemonNotRunning, RemoteError
 
@@ -76,3 +80,44 @@ def test_links_and_search_answer_while_the_first_sync_embeds(tmp_path: Path) -> 
             raise AssertionError(exc) from exc
     finally:
         d.stop()
+
+
+def test_an_edit_during_the_first_sync_does_not_wait_for_it(tmp_path: Path) -> None:
+    """A note saved while a cold store embeds shows in links (and in the store) long
+    before the first sync ends; the store ends equal to a fresh build all the same."""
+    vault = _vault(tmp_path / "vault", 300)
+    d = DaemonProc(vault, tmp_path).start(wait=False)
+    try:
+        deadline = time.monotonic() + 600
+        while True:  # serving, with most of the embedding still ahead
+            assert time.monotonic() < deadline, "the daemon never started serving"
+            try:
+                s = d.call("status")
+            except (DaemonNotRunning, ConnectionError, OSError):
+                s = {"serving": False}
+            if s["serving"]:
+                assert not s["ready"], "the first sync ended before the test could edit"
+                break
+            time.sleep(0.05)
+        write(vault, "N010.md", "# Note 10\nNow links to [[Fresh Target]] and [[N011]].\n")
+        write(vault, "Brand New.md", "A note saved during the first sync, about [[N010]].\n")
+        while True:
+            links = {e["target"] for e in d.call("links", note="N010.md")["links"]}
+            backlinks = d.call("backlinks", note="N010.md")["backlinks"]
+            if "ghost:Fresh Target" in links and any(
+                b["source"] == "Brand New.md" for b in backlinks
+            ):
+                break
+            assert not d.call("status")["ready"], "the edit was seen only after the first sync"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        s = d.call("status")
+        assert not s["ready"] and s["progress"]["done"] < s["progress"]["total"], s
+        d.wait_ready(timeout=600)
+        d.settle()
+    finally:
+        d.stop()
+    assert_same_store(
+        asyncio.run(export_workdir(d.workdir)),
+        asyncio.run(fresh_export(vault, seed_vectors=ledger_path(d.workdir))),
+    )

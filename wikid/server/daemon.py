@@ -26,6 +26,7 @@ from wikid.ask.answer import answer
 from wikid.config import VaultConfig, load
 from wikid.core.vault import VaultOptions, changed, snapshot, vault_options, vault_present
 from wikid.server import api, browse, protocol
+from wikid.server.extraction import extraction_loop
 from wikid.server.log import Progress
 from wikid.server.notify import notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
@@ -34,6 +35,7 @@ from wikid.server.watcher import Watcher
 from wikid.store.llm import LLMError
 from wikid.store.lock import StoreBusy
 from wikid.sync.index import Index, VaultMissing
+from wikid.sync.sink import Live
 
 log = structlog.get_logger("wikid")
 NO_LLM = (
@@ -41,7 +43,6 @@ NO_LLM = (
     "and WIKID_LLM_MODEL (and WIKID_LLM_API_KEY if the endpoint needs one), or llm_base_url "
     "and llm_model in the config; llm_kind is openai (any OpenAI-compatible server) or ollama"
 )
-EXTRACT_SLICE = 64  # extraction calls per written batch on a cold start
 QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"
 OPS = (
     "status",
@@ -81,6 +82,7 @@ class Daemon:
         self._notified = 0.0
         self._snapshot: dict[str, tuple[int, int]] = {}
         self._tasks: list[asyncio.Task[Any]] = []
+        self._live_failed = False  # an edit let into the first sync failed: no more
 
     def _options(self) -> VaultOptions:
         return vault_options(self.cfg)
@@ -176,10 +178,12 @@ class Daemon:
         self._snapshot = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
         async with self._batch_lock:  # queries wait for it (see _consistent)
             self.busy = True
+            self.index.let_in(Live(self._live_due, self._live_batch))
             try:
                 report = await self.index.sync()
             finally:
                 self.busy = False
+                self.index.let_in(None)
         self.last_sync = time.time()
         log.info("initial sync", vault=str(self.cfg.path), **report)
         await self._recount()
@@ -189,7 +193,10 @@ class Daemon:
         self._tasks = [self._spawn(self._batch_loop()), self._spawn(self._reconcile_loop())]
         if self.index.extracting:
             self._extract_wake.set()
-            self._tasks.append(self._spawn(self._extract_loop()))
+            loop_args = (lambda: self.index, self._extract_wake, self._batch_lock)
+            self._tasks.append(
+                self._spawn(extraction_loop(*loop_args, self._recount, self._extraction_failed))
+            )
         interval = watchdog_interval()
         if interval:
             self._tasks.append(self._spawn(self._watchdog(interval)))
@@ -263,6 +270,20 @@ class Daemon:
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, 60.0)
 
+    def _live_due(self) -> bool:
+        return not self._live_failed and self.watcher.due()
+
+    async def _live_batch(self) -> None:
+        """Edits saved during the first sync's long embedding, applied as a batch between
+        its slices. One that fails goes back to the queue, and no more are let in."""
+        paths = self.watcher.take()
+        try:
+            await self._apply(paths, rescan=False)
+        except Exception as exc:
+            self._live_failed = True
+            self.watcher.add(sorted(paths))
+            log.error("edit during the first sync failed; it waits for the sync", error=repr(exc))
+
     def _behind(self, exc: Exception, event: str, **fields: Any) -> None:
         """A write failed: the store is behind until a full reconcile succeeds; say so
         in the log, in ``status`` and to systemd."""
@@ -310,35 +331,9 @@ class Daemon:
                 f"STATUS=watching {len(self.index.graph.notes)} notes; last batch {len(paths)} paths"
             )
 
-    async def _extract_loop(self) -> None:
-        """LLM extraction, apart from the batches: the structural index never waits
-        for the LLM. The calls run outside the batch lock; what they bring is written
-        as one batch under it. Failed chunks are retried when their wait is over."""
-        while True:
-            retry = self.index.next_extraction_retry()
-            timeout = None if retry is None else max(0.05, retry - time.time())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._extract_wake.wait(), timeout)
-            self._extract_wake.clear()
-            try:
-                await self._extract_once()
-            except Exception as exc:  # the cache keeps every answer: a full reconcile writes it
-                self._behind(exc, "extraction batch failed")
-                self.watcher.request_rescan()  # the next batch is that full reconcile
-
-    async def _extract_once(self) -> None:
-        index = self.index  # a reindex may swap it while the calls run
-        jobs, more = index.extraction_jobs(EXTRACT_SLICE)
-        if more:  # a cold start: write results as they come, not after hours
-            self._extract_wake.set()
-        hashes = await index.run_extraction(jobs)
-        if index is not self.index:
-            self._extract_wake.set()
-        elif hashes:
-            async with self._batch_lock:
-                report = await index.write_extracted(hashes)
-                await self._recount()
-            log.info("extraction", chunks=len(hashes), writes=report.writes)
+    def _extraction_failed(self, exc: Exception) -> None:
+        self._behind(exc, "extraction batch failed")
+        self.watcher.request_rescan()  # the next batch is that full reconcile
 
     async def _reconcile_loop(self) -> None:
         """Stat-based scan every interval: catches anything the OS did not report."""

@@ -143,21 +143,43 @@ class Watcher(FileSystemEventHandler):
         with self._lock:
             return time.monotonic() - self._first_event if self._first_event else 0.0
 
+    def _quiet_for(self) -> float:
+        """Seconds the queue must still stay quiet before it may be taken (<= 0: now)."""
+        with self._lock:
+            first = self._first_event or self._last_event
+            needed = quiet_needed(first, self._last_event, self.debounce)
+            return needed - (time.monotonic() - self._last_event)
+
+    def _take(self) -> tuple[set[str], bool]:
+        with self._lock:
+            paths, rescan = self._pending, self._rescan
+            self._pending, self._rescan, self._first_event = set(), False, None
+            self._wake.clear()
+        return paths, rescan
+
+    def due(self) -> bool:
+        """Edits (not a full rescan) wait and their quiet window has passed: a batch
+        that ``take`` would return now."""
+        with self._lock:
+            waiting = bool(self._pending) and not self._rescan
+        return waiting and self._quiet_for() <= 0
+
+    def take(self) -> set[str]:
+        """The waiting paths, now (after ``due``): for edits let in during a long sync.
+        A full rescan asked for meanwhile is left to ``next_batch``, with its paths."""
+        with self._lock:
+            if self._rescan:
+                return set()
+            paths, self._pending, self._first_event = self._pending, set(), None
+            self._wake.clear()
+            return paths
+
     async def next_batch(self) -> tuple[set[str], bool]:
         """Wait for a quiet window after some events; return (paths, full_rescan)."""
         while True:
             await self._wake.wait()
-            while True:
-                with self._lock:
-                    quiet = time.monotonic() - self._last_event
-                    first = self._first_event or self._last_event
-                    needed = quiet_needed(first, self._last_event, self.debounce)
-                if quiet >= needed:
-                    break
-                await asyncio.sleep(needed - quiet)
-            with self._lock:
-                paths, rescan = self._pending, self._rescan
-                self._pending, self._rescan, self._first_event = set(), False, None
-                self._wake.clear()
+            while (wait := self._quiet_for()) > 0:
+                await asyncio.sleep(wait)
+            paths, rescan = self._take()
             if paths or rescan:
                 return paths, rescan

@@ -46,6 +46,9 @@ STORAGE_CLASSES = {
     "postgres": postgres.CLASS_NAMES,
 }
 assert tuple(STORAGE_CLASSES) == BACKENDS
+# Texts per model call while a batch embeds ahead: a few seconds of work, so progress
+# moves and an edit waiting behind a cold backlog is let in soon (Sink.Live).
+EMBED_CALL = 256
 LEDGER_FILE = "wikid-ledger.sqlite"  # beside the stock files; the SQLite store holds its own
 
 
@@ -149,6 +152,8 @@ class Store:
         # (a progress bar in ``wikid index``, the daemon's status and log).
         self.progress: Callable[[int, int], None] | None = None
         self._todo = self._done = 0
+        self._cut = False  # the last reconcile batch stopped to let an edit in
+        self._aside = False  # embedding that edit: progress is the reconcile's, not its
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / workspace).mkdir(parents=True, exist_ok=True)
         self.ledger = Ledger(workdir / workspace / ledger_file(backend))
@@ -191,7 +196,7 @@ class Store:
             if self._caching:  # a batch embedding ahead (not a query's question)
                 self.ledger.add_vectors(fresh)
                 self._done += len(missing)
-                if self.progress is not None:
+                if self.progress is not None and not self._aside:
                     self.progress(self._done, max(self._todo, self._done))
             cached.update(fresh)
         return (
@@ -255,19 +260,39 @@ class Store:
             return self.ledger.database.snapshot()
         return nullcontext()
 
-    async def embed_ahead(self, ops: Ops) -> None:
+    async def embed_ahead(self, ops: Ops, interrupt: Callable[[], bool] | None = None) -> bool:
         """Embed (and cache, committed at once) every text the batch will write, before
         its transaction opens: a crash mid-batch never costs those embeddings again, and
-        the transaction itself stays short."""
-        texts = [v["content"] for rows in self._vector_rows(ops) for v in rows.values()]
-        hashes = {text_hash(t) for t in texts}
-        self._todo, self._done = len(hashes - self.ledger.cached(hashes)), 0
-        self._caching = True
+        the transaction itself stays short. False: ``interrupt()`` said stop first."""
+        by_hash = {
+            text_hash(v["content"]): v["content"]
+            for rows in self._vector_rows(ops)
+            for v in rows.values()
+        }
+        cached = self.ledger.cached(set(by_hash))
+        texts = [t for h, t in by_hash.items() if h not in cached]
+        todo = len(texts)
+        # Progress (done, total) runs per reconcile batch; a batch stopped for an edit and
+        # planned again goes on from where it was, and that edit's own texts are not shown.
+        saved, self._aside = (self._done, self._todo), self._cut and interrupt is None
+        if self._cut and interrupt is not None:
+            self._todo = self._done + todo
+        else:
+            self._todo, self._done = todo, 0
+        self._caching, cut = True, False
         try:
-            for i in range(0, len(texts), 256):
-                await self._embed(texts[i : i + 256])
+            for i in range(0, len(texts), EMBED_CALL):
+                if i and interrupt is not None and interrupt():
+                    cut = True
+                    break
+                await self._embed(texts[i : i + EMBED_CALL])
         finally:
             self._caching = False
+            if self._aside:
+                (self._done, self._todo), self._aside = saved, False
+            else:
+                self._cut = cut
+        return not cut
 
     @staticmethod
     def _vector_rows(ops: Ops) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:

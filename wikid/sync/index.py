@@ -35,7 +35,7 @@ from wikid.sync import restart
 from wikid.sync.extract import ExtractionCache, Extractor, Job
 from wikid.sync.implicit import ImplicitIndex
 from wikid.sync.search import Hit
-from wikid.sync.sink import BatchReport, Sink
+from wikid.sync.sink import BatchReport, Live, Sink
 
 log = structlog.get_logger("wikid.sync.index")
 
@@ -204,6 +204,11 @@ class Index:
         """Call ``callback()`` when the first sync has made links and search usable, before
         the store is fully embedded (at once when the sync starts from the parse cache)."""
         self.sink.on_search_ready = callback
+
+    def let_in(self, live: Live | None) -> None:
+        """Edits that a full reconcile lets in between (and during) its long batches, so
+        that they need not wait for a cold store to be embedded (``Sink.Live``)."""
+        self.sink.live = live
 
     def counts(self) -> dict[str, int]:
         """entities, relations, chunks (and documents) the store holds, from the ledger."""

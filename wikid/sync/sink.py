@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -45,6 +45,20 @@ class BatchReport:
     llm_calls: int = 0
 
 
+class _Cut(Exception):
+    """A reconcile batch stopped before writing anything, to let an edit in."""
+
+
+@dataclass
+class Live:
+    """Edits saved during a full reconcile: ``waiting()`` says a batch of them is due,
+    ``run()`` applies it as an ordinary batch. The reconcile lets them in between its
+    slices and while a slice embeds, so a fresh edit never waits behind a cold backlog."""
+
+    waiting: Callable[[], bool]
+    run: Callable[[], Awaitable[None]]
+
+
 class Sink:
     def __init__(
         self,
@@ -65,6 +79,7 @@ class Sink:
         self._forced: dict[str, set[str]] = {}
         # Called once a full reconcile has written the search index (serving starts).
         self.on_search_ready: Callable[[], None] | None = None
+        self.live: Live | None = None  # the daemon's edits, let in during a full reconcile
         self._salience: dict[str, dict[str, float]] = {}  # note -> chunk id -> score
 
     # -- entry points -----------------------------------------------------------
@@ -106,21 +121,33 @@ class Sink:
         total = BatchReport()
         # The parse cache is trusted again only once every slice is in (restart.plan).
         self.ledger.set_meta({restart.META_KEY: ""})
-        for i in range(parts):
-            part = await self._run(
-                set(ns[i::parts]),
-                set(ps[i::parts]),
-                {p for p in ts[i::parts] if p in notes},
-                force=self.ledger.pending() if i == 0 else {},
-                searched=set(),
-                files=restart.all_file_rows(self.vg) if i == 0 else None,
-                all_files=i == 0,
-            )
-            for kind, n in part.writes.items():
-                total.writes[kind] = total.writes.get(kind, 0) + n
-            total.embedded += part.embedded
-            total.seconds += part.seconds
-            total.llm_calls = part.llm_calls
+        i = 0
+        while i < parts:
+            try:
+                part: BatchReport | None = await self._run(
+                    set(ns[i::parts]),
+                    set(ps[i::parts]),
+                    {p for p in ts[i::parts] if p in notes},
+                    force=self.ledger.pending() if i == 0 else {},
+                    searched=set(),
+                    files=restart.all_file_rows(self.vg) if i == 0 else None,
+                    all_files=i == 0,
+                    interrupt=self.live.waiting if self.live else None,
+                )
+            except _Cut:
+                part = None
+            if part is not None:
+                for kind, n in part.writes.items():
+                    total.writes[kind] = total.writes.get(kind, 0) + n
+                total.embedded += part.embedded
+                total.seconds += part.seconds
+                total.llm_calls = part.llm_calls
+                i += 1
+            # A slice's records are computed from the graph as it was: an edit goes in
+            # between slices, and one cut short by it is planned again (what it had
+            # embedded is cached). Either way every key ends as the final graph says.
+            if self.live is not None and self.live.waiting():
+                await self.live.run()
         fp = restart.fingerprint(self.vg.options, self.implicit.enabled)
         self.ledger.set_meta({restart.META_KEY: fp})
         return total
@@ -255,7 +282,10 @@ class Sink:
         searched: set[str],
         files: dict[str, FileRow] | None = None,
         all_files: bool = False,
+        interrupt: Callable[[], bool] | None = None,
     ) -> BatchReport:
+        """One batch: plan, embed, write and commit. ``interrupt``: asked while the batch
+        embeds; if it says so the batch stops before writing anything (``_Cut``)."""
         started = time.perf_counter()
         embedded_before = self.store.embedded
         # The records of every touched key, diffed with the mirror: CPU work over the
@@ -264,7 +294,8 @@ class Sink:
         ops, note_rows = await asyncio.to_thread(self._plan, nodes, pairs, notes, force)
         if ops:
             self.ledger.set_pending(ops)
-            await self.store.embed_ahead(ops)
+            if not await self.store.embed_ahead(ops, interrupt):
+                raise _Cut
         with self.store.batch():  # store and ledger commit together where the backend can
             if ops:
                 await self.store.write(ops, datetime.now(UTC).isoformat())
