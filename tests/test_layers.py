@@ -2,8 +2,8 @@
 small modules, and a client command that stays thin.
 
 Layers, innermost first: core < store < sync < ask < server < cli. A module may
-import its own layer and inner ones. ``wikid/config.py`` and ``wikid/client.py``
-are leaves that import no other wikid module (stdlib only), so any layer may use
+import its own layer and inner ones. ``wikid/config.py``, ``wikid/client.py`` and
+``wikid/_lean.py`` are leaves that import no other wikid module (stdlib only), so any layer may use
 them. An import inside a function counts (it runs sooner or later); one under
 ``if TYPE_CHECKING:`` does not (it never runs).
 """
@@ -22,7 +22,7 @@ from daemontools import DaemonProc
 
 PKG = Path(__file__).resolve().parents[1] / "wikid"
 LAYERS = ("core", "store", "sync", "ask", "server", "cli")
-LEAVES = {"wikid.config", "wikid.client"}
+LEAVES = {"wikid.config", "wikid.client", "wikid._lean"}
 HEAVY = ("lightrag", "numpy", "networkx", "aiohttp", "tiktoken", "onnxruntime")
 MAX_LINES = 500
 

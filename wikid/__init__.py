@@ -9,3 +9,7 @@ __version__ = "0.2.0"
 # workspace, a storage class). python-dotenv honours this switch; a user who sets
 # it to 0 gets the old behaviour.
 os.environ.setdefault("PYTHON_DOTENV_DISABLED", "1")
+
+from wikid._lean import keep_out
+
+keep_out()

@@ -309,7 +309,7 @@ class VaultGraph:
                     self._created.add(target)
             else:
                 target = r.path
-            self.g.add_edge(source, target, key=str(i), **_edge_attrs(link, r))
+            self.g.add_edge(source, target, key=_key(i), **_edge_attrs(link, r))
         for tag in note.tags:
             tid = TAG + tag.lower()
             if tid not in self.g:
@@ -381,6 +381,15 @@ class VaultGraph:
             self._note_keys[source] = keys
 
 
+_KEYS = tuple(str(i) for i in range(1024))
+
+
+def _key(i: int) -> str:
+    """An edge's key (its link's index in the note): one string object per index, not
+    one per edge (a 13k-note vault has ~100k edges)."""
+    return _KEYS[i] if i < len(_KEYS) else str(i)
+
+
 def _edge_attrs(link: RawLink, r: Resolution) -> Attrs:
     to_note = r.path is None or is_note(r.path)
     sub = link.subpath if to_note else ""  # a '#' on a file is a fragment, never a heading
@@ -392,7 +401,7 @@ def _edge_attrs(link: RawLink, r: Resolution) -> Attrs:
         "display": link.display,
         "ambiguous": r.ambiguous,
         "line": link.line,
-        "section": list(link.section),
+        "section": link.section,  # the note's own tuple, not a copy per edge
         "context": link.context,
         "markdown": link.markdown,
         "alias_of": r.alias_of,

@@ -23,6 +23,7 @@ from typing import Any
 from wikid.core.chunk import Chunk, approx_tokens, chunk_note
 from wikid.core.delta import Delta
 from wikid.core.graph import VaultGraph
+from wikid.store.heap import trim
 from wikid.store.ids import doc_id, text_hash
 from wikid.store.ledger import FileRow, Ops, mirror_form
 from wikid.store.rag import Store
@@ -34,7 +35,7 @@ from wikid.sync.salience import score
 from wikid.sync.search import SearchIndex
 
 Record = dict[str, Any]
-SLICE_KEYS = 50_000  # entities + relations per batch of a full reconcile
+SLICE_KEYS = 10_000  # entities + relations per batch of a full reconcile
 
 
 @dataclass
@@ -80,6 +81,7 @@ class Sink:
         # Called once a full reconcile has written the search index (serving starts).
         self.on_search_ready: Callable[[], None] | None = None
         self.live: Live | None = None  # the daemon's edits, let in during a full reconcile
+        self._reconciling = False
         self._salience: dict[str, dict[str, float]] = {}  # note -> chunk id -> score
 
     # -- entry points -----------------------------------------------------------
@@ -121,33 +123,49 @@ class Sink:
         total = BatchReport()
         # The parse cache is trusted again only once every slice is in (restart.plan).
         self.ledger.set_meta({restart.META_KEY: ""})
-        i = 0
-        while i < parts:
-            try:
-                part: BatchReport | None = await self._run(
-                    set(ns[i::parts]),
-                    set(ps[i::parts]),
-                    {p for p in ts[i::parts] if p in notes},
-                    force=self.ledger.pending() if i == 0 else {},
-                    searched=set(),
-                    files=restart.all_file_rows(self.vg) if i == 0 else None,
-                    all_files=i == 0,
-                    interrupt=self.live.waiting if self.live else None,
-                )
-            except _Cut:
-                part = None
-            if part is not None:
-                for kind, n in part.writes.items():
-                    total.writes[kind] = total.writes.get(kind, 0) + n
-                total.embedded += part.embedded
-                total.seconds += part.seconds
-                total.llm_calls = part.llm_calls
-                i += 1
-            # A slice's records are computed from the graph as it was: an edit goes in
-            # between slices, and one cut short by it is planned again (what it had
-            # embedded is cached). Either way every key ends as the final graph says.
-            if self.live is not None and self.live.waiting():
-                await self.live.run()
+        shown, done_before, i, seen = self.store.progress, 0, 0, [0]
+
+        def overall(done: int, total: int) -> None:
+            """A slice's progress as the whole reconcile's: slices are alike (every
+            parts-th key), so each one ahead is guessed to embed as much as this one."""
+            seen[0] = done_before + done
+            if shown is not None:
+                shown(seen[0], done_before + total * (parts - i))
+
+        self.store.progress = overall if shown is not None else None
+        self._reconciling = True
+        try:
+            while i < parts:
+                try:
+                    part: BatchReport | None = await self._run(
+                        set(ns[i::parts]),
+                        set(ps[i::parts]),
+                        {p for p in ts[i::parts] if p in notes},
+                        force=self.ledger.pending() if i == 0 else {},
+                        searched=set(),
+                        files=restart.all_file_rows(self.vg) if i == 0 else None,
+                        all_files=i == 0,
+                        interrupt=self.live.waiting if self.live else None,
+                    )
+                except _Cut:
+                    part = None
+                if part is not None:
+                    for kind, n in part.writes.items():
+                        total.writes[kind] = total.writes.get(kind, 0) + n
+                    total.embedded += part.embedded
+                    total.seconds += part.seconds
+                    total.llm_calls = part.llm_calls
+                    done_before = seen[0]
+                    i += 1
+                # A slice's records are computed from the graph as it was: an edit goes
+                # in between slices, and one cut short by it is planned again (what it
+                # had embedded is cached). Either way every key ends as the final graph
+                # says.
+                if self.live is not None and self.live.waiting():
+                    await self.live.run()
+        finally:
+            self.store.progress, self._reconciling = shown, False
+            self.mapper.keep()
         fp = restart.fingerprint(self.vg.options, self.implicit.enabled)
         self.ledger.set_meta({restart.META_KEY: fp})
         return total
@@ -301,6 +319,9 @@ class Sink:
                 await self.store.write(ops, datetime.now(UTC).isoformat())
             self.ledger.commit(ops, note_rows, files, all_files)
             self.search.update({p: self.vg.notes.get(p) for p in sorted(searched)})
+        if not self._reconciling:  # its slices each read every note's chunks
+            self.mapper.keep()
+        trim()  # a big batch's records are garbage now: give their pages back
         return BatchReport(
             writes=ops.counts(),
             embedded=self.store.embedded - embedded_before,
