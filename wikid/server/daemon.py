@@ -32,6 +32,7 @@ from wikid.server.notify import notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
 from wikid.server.status import status_reply
 from wikid.server.watcher import Watcher
+from wikid.store.heap import freeze_long_lived
 from wikid.store.llm import LLMError
 from wikid.store.lock import StoreBusy
 from wikid.sync.index import Index, VaultMissing
@@ -161,6 +162,7 @@ class Daemon:
             extraction=self.cfg.extraction(),
             postgres_url=self.cfg.postgres_url,
         )
+        freeze_long_lived()  # the graph: out of the collector's way
         self.costs = self.index.cost_ledger()
         self.index.on_embedded(self._embedded)
         self.index.on_search_ready(self._serving)
@@ -185,6 +187,7 @@ class Daemon:
                 self.busy = False
                 self.index.let_in(None)
         self.last_sync = time.time()
+        freeze_long_lived()
         log.info("initial sync", vault=str(self.cfg.path), **report)
         await self._recount()
         self.ready = self.serving = True
@@ -374,6 +377,7 @@ class Daemon:
                 finally:
                     self.busy = False
             self._extract_wake.set()
+            freeze_long_lived()
             log.info("reindex done", notes=len(self.index.graph.notes))
         finally:
             self.reindexing = False

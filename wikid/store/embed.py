@@ -89,7 +89,7 @@ class MiniLM:
         # poorly across threads). Each run takes texts of one token length, so nothing
         # is padded and a text's vector equals its vector alone within float rounding
         # (3e-8). A run costs ~0.28 ms per token plus ~1.5 ms: grouping short texts
-        # makes them 20-45% cheaper. The runs
+        # makes them cheaper (see RUN_TOKENS). The runs
         # share one session (Run is thread-safe): a second session would add ~100 MB of
         # prepared weights and gain nothing.
         self.workers = workers or max(1, min(4, os.cpu_count() or 1))
@@ -140,7 +140,10 @@ class MiniLM:
         return _count_tokens(self._tokenizer, text)
 
 
-RUN_TOKENS = 2048  # tokens per run at most: short texts group, long ones run alone
+# Tokens per run at most: short texts group, long ones run alone. Measured over 1,536
+# texts: 256 is 5-8% faster than one text a run, and a call's transient memory stays
+# ~+120 MB; at 2,048 it is +450 MB for no more speed.
+RUN_TOKENS = 256
 
 
 def _runs(lengths: list[int]) -> list[list[int]]:

@@ -110,6 +110,7 @@ class Index:
             index = cls(vault, vg, store, _sink(vg, store, extractor), extractor, lock=lock)
             if plan is not None:
                 index.startup = plan.changed
+                index.sink.mapper.know_spans(plan.spans)
             index.startup_reason = reason
             return index
         except BaseException:

@@ -19,6 +19,7 @@ Choices (ARCHITECTURE.md repeats them):
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import posixpath
 from collections.abc import Iterable
@@ -26,13 +27,16 @@ from typing import Any
 
 from lightrag.utils import normalize_entity_name
 
-from wikid.core.chunk import Chunk, chunk_for_line
+from wikid.core.chunk import Chunk
 from wikid.core.graph import BODY_KINDS, GHOST, TAG, VaultGraph
 from wikid.core.note import Note
 from wikid.core.vault import is_canvas
 from wikid.store.ids import SEP
 
 DESCRIPTION_MAX = 600
+# A note's chunk ids and their start lines, in order: all that the records of other
+# keys need of its chunks (a source id, the chunk holding a link's line).
+Spans = tuple[tuple[str, ...], tuple[int, ...]]
 # Notes whose chunks stay cached between batches: chunking again costs a millisecond
 # or so a note, and every note's chunks held at once cost ~35 MB at 13k notes.
 CHUNK_CACHE_NOTES = 2048
@@ -153,6 +157,10 @@ class Mapper:
         self.chunker = chunker
         self.namer = Namer()
         self._chunks: dict[str, tuple[str, list[Chunk]]] = {}  # path -> (digest, chunks)
+        # path -> (digest, spans): kept for every note (a few MB at 13k notes), and handed
+        # over by a restart from the parse cache, so that the records around a changed
+        # note never chunk its unchanged neighbours again (a tag touches thousands).
+        self._spans: dict[str, tuple[str, Spans]] = {}
 
     def chunks(self, path: str) -> list[Chunk]:
         note = self.vg.notes[path]
@@ -162,8 +170,24 @@ class Mapper:
         self._chunks[path] = cached
         return cached[1]
 
+    def spans(self, path: str) -> Spans:
+        """The note's chunk ids and start lines, chunking it only when no copy for its
+        digest is known."""
+        digest = self.vg.notes[path].digest
+        known = self._spans.get(path)
+        if known is None or known[0] != digest:
+            chunks = self.chunks(path)
+            known = (digest, (tuple(c.id for c in chunks), tuple(c.start_line for c in chunks)))
+            self._spans[path] = known
+        return known[1]
+
+    def know_spans(self, spans: dict[str, tuple[str, Spans]]) -> None:
+        """Spans read back from the parse cache (each checked against its digest on use)."""
+        self._spans.update(spans)
+
     def forget(self, path: str) -> None:
         self._chunks.pop(path, None)
+        self._spans.pop(path, None)
 
     def keep(self, n: int = CHUNK_CACHE_NOTES) -> None:
         """Drop all but the ``n`` notes' chunks used last. Called after a batch, not
@@ -184,7 +208,7 @@ class Mapper:
         attrs = g.nodes[node]
         if node in self.vg.notes:  # a note or a canvas
             note = self.vg.notes[node]
-            sources = [c.id for c in self.chunks(node)]
+            sources = self.spans(node)[0]
             return self.name(node), {
                 "entity_type": note.type or "note",
                 "description": note_description(note),
@@ -218,13 +242,16 @@ class Mapper:
     def _inbound_evidence(self, node: str) -> list[tuple[str, str]]:
         out = []
         for src, _, data in self.vg.g.in_edges(node, data=True):
-            out.append((src, self.evidence_chunk(src, data).id))
+            out.append((src, self.evidence_id(src, data)))
         return out
 
-    def evidence_chunk(self, src: str, data: dict[str, Any]) -> Chunk:
-        chunks = self.chunks(src)
+    def evidence_id(self, src: str, data: dict[str, Any]) -> str:
+        """The id of the chunk of ``src`` that holds the link (``chunk_for_line``)."""
+        ids, starts = self.spans(src)
         line = data.get("line")
-        return chunk_for_line(chunks, line) if isinstance(line, int) else chunks[0]
+        if not isinstance(line, int):
+            return ids[0]
+        return ids[max(bisect.bisect_right(starts, line) - 1, 0)]
 
     # Relations
 
@@ -232,12 +259,12 @@ class Mapper:
         g = self.vg.g
         if a == b or a not in g or b not in g:
             return None
-        evidence: list[tuple[str, int, dict[str, Any], Chunk]] = []
+        evidence: list[tuple[str, int, dict[str, Any], str]] = []
         for u, v in ((a, b), (b, a)):
             if g.has_edge(u, v) and u in self.vg.notes:
                 for data in g.get_edge_data(u, v).values():
                     line = data["line"] if isinstance(data["line"], int) else 0
-                    evidence.append((u, line, data, self.evidence_chunk(u, data)))
+                    evidence.append((u, line, data, self.evidence_id(u, data)))
         if not evidence:
             return None
         evidence.sort(key=lambda e: (e[0], e[1], e[2]["kind"]))
@@ -262,7 +289,7 @@ class Mapper:
                 keywords.add(data["section"][-1])
             if data["display"]:
                 keywords.add(data["display"])
-        chunk_ids = sorted({c.id for *_, c in evidence})
+        chunk_ids = sorted({c for *_, c in evidence})
         description = " ".join(sentences)
         if len(description) > 4 * DESCRIPTION_MAX:
             description = description[: 4 * DESCRIPTION_MAX] + "…"

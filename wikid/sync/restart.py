@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -28,10 +29,12 @@ from wikid.core.graph import GHOST, TAG, VaultGraph
 from wikid.core.note import Note
 from wikid.core.vault import VaultOptions, is_note, snapshot
 from wikid.store.ledger import FileRow, Ledger
+from wikid.sync.records import Spans
 
 # Bump when what a cached row means changes, or when the records made from the same notes
-# change (2: property links are described "A —key→ B"), so a restart reconciles every key.
-FORMAT = 2
+# change (2: property links are described "A —key→ B"; 3: a row holds the note's chunk
+# spans too), so a restart reconciles every key.
+FORMAT = 3
 META_KEY = "parse_cache"
 
 
@@ -44,11 +47,13 @@ def fingerprint(options: VaultOptions, extracting: bool) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def encode(note: Note) -> bytes:
-    return pickle.dumps(note, protocol=pickle.HIGHEST_PROTOCOL)
+def encode(note: Note, spans: Spans) -> bytes:
+    """A note's row: the parsed note and its chunk spans (what the records around
+    it need of its chunks), so neither is computed again after a restart."""
+    return pickle.dumps((note, spans), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def file_rows(vg: VaultGraph, paths: set[str]) -> dict[str, FileRow]:
+def file_rows(vg: VaultGraph, paths: set[str], spans: Callable[[str], Spans]) -> dict[str, FileRow]:
     """Parse-cache rows for ``paths`` as the graph now holds them (None: not a file
     of the graph any more). Ghost and tag node ids are not files."""
     rows: dict[str, FileRow] = {}
@@ -56,16 +61,12 @@ def file_rows(vg: VaultGraph, paths: set[str]) -> dict[str, FileRow]:
         if path.startswith((GHOST, TAG)):
             continue
         if path in vg.notes:
-            rows[path] = ("note", encode(vg.notes[path]))
+            rows[path] = ("note", encode(vg.notes[path], spans(path)))
         elif path in vg.attachments:
             rows[path] = ("attachment", None)
         else:
             rows[path] = None
     return rows
-
-
-def all_file_rows(vg: VaultGraph) -> dict[str, FileRow]:
-    return file_rows(vg, set(vg.notes) | vg.attachments)
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Restart:
 
     graph: VaultGraph
     changed: set[str]
+    spans: dict[str, tuple[str, Spans]]  # path -> (digest, chunk spans)
 
 
 def plan(
@@ -88,14 +90,15 @@ def plan(
     if any(ledger.pending().values()):
         return None, "a batch was left unfinished"
     notes: dict[str, Note] = {}
+    spans: dict[str, tuple[str, Spans]] = {}
     attachments: set[str] = set()
     try:
         for path, (kind, blob) in ledger.files().items():
             if kind == "note" and blob is not None:
-                note = pickle.loads(blob)
+                note, spans_of = pickle.loads(blob)
                 if not isinstance(note, Note):
                     return None, "the parse cache holds something else"
-                notes[path] = note
+                notes[path], spans[path] = note, (note.digest, spans_of)
             else:
                 attachments.add(path)
     except (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError):
@@ -112,4 +115,4 @@ def plan(
                 changed.add(path)
         elif path not in attachments:
             changed.add(path)
-    return Restart(graph, changed), "parse cache"
+    return Restart(graph, changed, spans), "parse cache"

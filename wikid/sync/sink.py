@@ -143,7 +143,7 @@ class Sink:
                         {p for p in ts[i::parts] if p in notes},
                         force=self.ledger.pending() if i == 0 else {},
                         searched=set(),
-                        files=restart.all_file_rows(self.vg) if i == 0 else None,
+                        files=set(self.vg.notes) | self.vg.attachments if i == 0 else None,
                         all_files=i == 0,
                         interrupt=self.live.waiting if self.live else None,
                     )
@@ -201,8 +201,7 @@ class Sink:
             else:
                 self.mapper.forget(path)
         self._implicit_keys(nodes, pairs, notes)
-        files = restart.file_rows(self.vg, touched | notes)
-        return await self._run(nodes, pairs, notes, force={}, searched=notes, files=files)
+        return await self._run(nodes, pairs, notes, force={}, searched=notes, files=touched | notes)
 
     async def apply_extracted(self, hashes: set[str]) -> BatchReport:
         """New extractions in the cache: write the implicit records they bring."""
@@ -281,7 +280,7 @@ class Sink:
             {
                 self.mapper.name(v)
                 for _, v, data in self.vg.g.out_edges(path, data=True)
-                if v != path and self.mapper.evidence_chunk(path, data).id == c.id
+                if v != path and self.mapper.evidence_id(path, data) == c.id
             }
         )
         tags = f"; tags: {', '.join('#' + t for t in note.tags)}" if note.tags else ""
@@ -298,7 +297,7 @@ class Sink:
         notes: set[str],
         force: dict[str, set[str]],
         searched: set[str],
-        files: dict[str, FileRow] | None = None,
+        files: set[str] | None = None,
         all_files: bool = False,
         interrupt: Callable[[], bool] | None = None,
     ) -> BatchReport:
@@ -309,7 +308,9 @@ class Sink:
         # The records of every touched key, diffed with the mirror: CPU work over the
         # graph and ledger reads, in a worker thread so that the loop keeps answering
         # (the graph is not changed while a batch runs; SQLite serialises the reads).
-        ops, note_rows = await asyncio.to_thread(self._plan, nodes, pairs, notes, force)
+        ops, note_rows, rows = await asyncio.to_thread(
+            self._plan, nodes, pairs, notes, force, files
+        )
         if ops:
             self.ledger.set_pending(ops)
             if not await self.store.embed_ahead(ops, interrupt):
@@ -317,7 +318,7 @@ class Sink:
         with self.store.batch():  # store and ledger commit together where the backend can
             if ops:
                 await self.store.write(ops, datetime.now(UTC).isoformat())
-            self.ledger.commit(ops, note_rows, files, all_files)
+            self.ledger.commit(ops, note_rows, rows, all_files)
             self.search.update({p: self.vg.notes.get(p) for p in sorted(searched)})
         if not self._reconciling:  # its slices each read every note's chunks
             self.mapper.keep()
@@ -335,14 +336,17 @@ class Sink:
         pairs: set[tuple[str, str]],
         notes: set[str],
         force: dict[str, set[str]],
-    ) -> tuple[Ops, dict[str, tuple[str, str, list[str]] | None]]:
+        files: set[str] | None,
+    ) -> tuple[Ops, dict[str, tuple[str, str, list[str]] | None], dict[str, FileRow] | None]:
+        """The batch's ops, note rows and parse-cache rows (of ``files``)."""
         ops = Ops()
         self._forced = force
         self._entities(ops, nodes)
         self._relations(ops, pairs)
         note_rows = self._notes(ops, notes)
         self._force(ops, force)
-        return ops, note_rows
+        rows = None if files is None else restart.file_rows(self.vg, files, self.mapper.spans)
+        return ops, note_rows, rows
 
     def _diff(
         self,
