@@ -78,6 +78,39 @@ def test_a_restart_reads_only_the_files_that_changed(tmp_path: Path) -> None:
     assert later["type"] == "note"
 
 
+def test_a_restart_chunks_only_the_notes_that_changed(tmp_path: Path) -> None:
+    """The records around a changed note (its tag's, its hub's, its neighbours') take the
+    unchanged notes' chunk spans from the parse cache: nothing else is chunked again."""
+    vault, wd, ws = tmp_path / "vault", tmp_path / "wd", unique_workspace("spans")
+    for i in range(40):
+        write(
+            vault,
+            f"n{i:02d}.md",
+            f"# Note {i}\nSee [[hub]] and [[n{(i + 1) % 40:02d}]]. #shared\n\nMore on {i}.\n",
+        )
+    write(vault, "hub.md", "# Hub\nThe hub of it all. #shared\n")
+    age(vault)
+    asyncio.run(_open_sync(vault, wd, ws))
+    since = time.time() - 1
+    write(vault, "n05.md", "# Note 5\nSee [[hub]] and [[n06]], and now [[n30]]. #shared\n")
+    age(vault, since)
+
+    async def restart() -> tuple[dict[str, Any], list[str], Any]:
+        idx = await Index.open(vault, wd, workspace=ws)
+        chunked: list[str] = []
+        inner = idx.sink.mapper.chunker
+        idx.sink.mapper.chunker = lambda note: chunked.append(note.path) or inner(note)
+        try:
+            return await idx.sync(), chunked, await export_store(idx.store)
+        finally:
+            await idx.close()
+
+    report, chunked, store = asyncio.run(restart())
+    assert report["start"] == "parse cache" and report["read"] == 1
+    assert chunked == ["n05.md"]  # not the hub, n04, n06, n30 or the tag's 41 notes
+    assert_same_store(store, asyncio.run(fresh_export(vault)))
+
+
 def test_other_options_or_a_lost_cache_mean_a_full_start(tmp_path: Path) -> None:
     vault, wd, ws = tmp_path / "vault", tmp_path / "wd", unique_workspace("restart")
     write(vault, "a.md", "[[b]]\n")

@@ -13,9 +13,8 @@ from daemontools import DaemonProc
 from graphtools import write
 from storetools import assert_same_store, fresh_export, ledger_path
 
-from wikid.store.export import export_workdir
-
 from wikid.client import DaemonNotRunning, RemoteError
+from wikid.store.export import export_workdir
 
 WORDS = [
     "river",
