@@ -114,6 +114,7 @@ def one(name: str, vault: Path, tmp: Path, edits: int, nq: int) -> list[tuple[st
     assert d.proc is not None
     steady = rss(d.proc.pid)
     lat = edits_visible(d, vault, notes, edits)
+    d.settle()  # the edits' store writes: a query would wait for them
     q = queries(d, nq)
     d.stop()
     for i in range(edits):  # offline edits, then a restart

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import resource
 import signal
 import time
 from collections.abc import AsyncIterator, Callable
@@ -28,7 +27,7 @@ from wikid.core.vault import VaultOptions, changed, snapshot, vault_options, vau
 from wikid.server import api, browse, protocol
 from wikid.server.extraction import extraction_loop
 from wikid.server.log import Progress
-from wikid.server.notify import notify, watchdog_interval
+from wikid.server.notify import more_descriptors, notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
 from wikid.server.status import status_reply
 from wikid.server.watcher import Watcher
@@ -79,6 +78,7 @@ class Daemon:
         self.vault_missing = False
         self.serving = False  # links and search answer (the store may still embed)
         self.counts = {"entities": 0, "relations": 0, "chunks": 0}  # as of the last write
+        self.cost_totals: dict[str, Any] | None = None  # likewise (None: not read yet)
         self.progress = Progress("embedding", live=False)  # log events, not a bar
         self._notified = 0.0
         self._snapshot: dict[str, tuple[int, int]] = {}
@@ -414,6 +414,8 @@ class Daemon:
             return await answer(llm, self.costs, ev["question"], ev, emit)
         except LLMError as exc:
             raise ProtocolError("llm_failed", str(exc)) from exc
+        finally:
+            await self._recount()  # the call's tokens are in the cost ledger now
 
     async def _dispatch(
         self, op: Any, req: dict[str, Any], emit: Callable[[str], None] = lambda _: None
@@ -467,8 +469,10 @@ class Daemon:
     async def _recount(self) -> None:
         """The store's counts for ``status``, read in a worker thread after a batch wrote:
         a status call never queries the store (counting 100k rows takes tens of ms, and
-        waits for any statement a batch thread is running on the same connection)."""
+        waits for any statement a batch thread is running on the same connection); the
+        LLM cost totals likewise."""
         self.counts = await asyncio.to_thread(self.index.counts)
+        self.cost_totals = await asyncio.to_thread(self.costs.totals, self.cfg.llm_prices)
 
     @property
     def loaded(self) -> Index | None:
@@ -485,14 +489,5 @@ class Daemon:
 
 
 def run(cfg: VaultConfig, config_path: Path | None = None) -> int:
-    _more_descriptors()
+    more_descriptors()
     return asyncio.run(Daemon(cfg, config_path).run())
-
-
-def _more_descriptors() -> None:
-    """Raise the soft open-files limit toward the hard one (systemd's default soft
-    limit is 1,024), so the watcher and the store keep descriptors in reserve."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = hard if hard != resource.RLIM_INFINITY else 65536
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(want, 65536)), hard))

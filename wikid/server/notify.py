@@ -1,4 +1,5 @@
-"""The systemd notify protocol (``sd_notify``), without a dependency.
+"""The systemd notify protocol (``sd_notify``), without a dependency; and the
+descriptor limit a systemd service starts with.
 
 Why by hand: it is one datagram to ``$NOTIFY_SOCKET``; outside systemd the
 variable is unset and every call is a no-op.
@@ -6,7 +7,9 @@ variable is unset and every call is a no-op.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
 import socket
 
 
@@ -32,3 +35,12 @@ def watchdog_interval() -> float | None:
     if not usec or (pid and pid != str(os.getpid())):
         return None
     return int(usec) / 2_000_000
+
+
+def more_descriptors() -> None:
+    """Raise the soft open-files limit toward the hard one (systemd's default soft
+    limit is 1,024), so the watcher and the store keep descriptors in reserve."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = hard if hard != resource.RLIM_INFINITY else 65536
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(want, 65536)), hard))

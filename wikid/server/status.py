@@ -1,8 +1,9 @@
 """The ``status`` reply: what the daemon holds and does.
 
 Why apart: it is the one op that must answer at every moment, before the vault
-is loaded and while a batch runs, so it reads only counters, the graph's sizes and
-cheap ledger counts, never anything a batch holds.
+is loaded and while a batch runs, so it reads only counters and the graph's sizes
+(the store's counts and cost totals are read after each write, in a thread), never
+anything a batch holds.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Daemon(Protocol):
     started: float
     costs: CostLedger
     counts: dict[str, int]  # the store's, as of its last write
+    cost_totals: dict[str, Any] | None  # the cost ledger's, likewise
 
     @property
     def loaded(self) -> Index | None: ...
@@ -101,7 +103,7 @@ def status_reply(d: Daemon) -> dict[str, Any]:
         "llm_calls": idx.llm_calls if idx else 0,
         "llm": {"configured": d.cfg.llm() is not None, "model": d.cfg.llm_model},
         "extraction": idx.extraction_status() if idx else {"enabled": False},
-        "cost": d.costs.totals(d.cfg.llm_prices) if idx else NO_COST,
+        "cost": d.cost_totals or NO_COST,
         "reindexing": d.reindexing,
         "vault_missing": d.vault_missing,
         "watcher": {

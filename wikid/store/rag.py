@@ -49,6 +49,10 @@ assert tuple(STORAGE_CLASSES) == BACKENDS
 # Texts per model call while a batch embeds ahead: a few seconds of work, so progress
 # moves and an edit waiting behind a cold backlog is let in soon (Sink.Live).
 EMBED_CALL = 256
+# Rows per storage call in a batch's write: the calls run on the event loop, so a
+# big batch (a slice of a cold start) is written in parts, with the loop let in
+# between (status, links and search answer meanwhile; the transaction stays one).
+WRITE_ROWS = 1000
 LEDGER_FILE = "wikid-ledger.sqlite"  # beside the stock files; the SQLite store holds its own
 
 
@@ -344,32 +348,39 @@ class Store:
         try:
             ent_rows, rel_rows, chunk_rows = self._vector_rows(ops)
             ents = {k: v for k, v in ops.entity.items() if v is not None}
-            if ents:
-                await graph.upsert_nodes_batch(
-                    [
-                        (n, {**NODE_DEFAULTS, "entity_id": n, **rec, "created_at": now})
-                        for n, rec in ents.items()
-                    ]
+            nodes = [
+                (n, {**NODE_DEFAULTS, "entity_id": n, **rec, "created_at": now})
+                for n, rec in ents.items()
+            ]
+            for part in _parts(nodes):
+                await graph.upsert_nodes_batch(part)
+                await _let_loop_in()
+            for rows in _parts(list(ent_rows.items())):
+                await r.entities_vdb.upsert(dict(rows))
+                await _let_loop_in()
+            edges = [
+                (
+                    rec["src_id"],
+                    rec["tgt_id"],
+                    {k: rec.get(k, "") for k in EDGE_FIELDS} | {"created_at": now},
                 )
-                await r.entities_vdb.upsert(ent_rows)
-            rels = {k: v for k, v in ops.relation.items() if v is not None}
-            if rels:
-                await graph.upsert_edges_batch(
-                    [
-                        (
-                            rec["src_id"],
-                            rec["tgt_id"],
-                            {k: rec.get(k, "") for k in EDGE_FIELDS} | {"created_at": now},
-                        )
-                        for rec in rels.values()
-                    ]
-                )
-                await r.relationships_vdb.upsert(rel_rows)
+                for rec in ops.relation.values()
+                if rec is not None
+            ]
+            for part in _parts(edges):
+                await graph.upsert_edges_batch(part)
+                await _let_loop_in()
+            for rows in _parts(list(rel_rows.items())):
+                await r.relationships_vdb.upsert(dict(rows))
+                await _let_loop_in()
             # LightRAG's KV storages add fields to the dicts they are given: pass copies.
-            chunks = {k: dict(v) for k, v in ops.chunk.items() if v is not None}
-            if chunks:
-                await r.text_chunks.upsert(chunks)
-                await r.chunks_vdb.upsert(chunk_rows)
+            chunks = [(k, dict(v)) for k, v in ops.chunk.items() if v is not None]
+            for rows in _parts(chunks):
+                await r.text_chunks.upsert(dict(rows))
+                await _let_loop_in()
+            for rows in _parts(list(chunk_rows.items())):
+                await r.chunks_vdb.upsert(dict(rows))
+                await _let_loop_in()
             docs = {k: v for k, v in ops.doc.items() if v is not None}
             if docs:
                 await r.full_docs.upsert(
@@ -391,3 +402,12 @@ class Store:
                 await storage.index_done_callback()
         finally:
             self._caching = False
+
+
+def _parts(items: list[Any]) -> list[list[Any]]:
+    return [items[i : i + WRITE_ROWS] for i in range(0, len(items), WRITE_ROWS)]
+
+
+async def _let_loop_in() -> None:
+    """Give the event loop a turn between two parts of a write."""
+    await asyncio.sleep(0)
