@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -347,17 +347,13 @@ class Store:
         self._caching = True
         try:
             ent_rows, rel_rows, chunk_rows = self._vector_rows(ops)
-            ents = {k: v for k, v in ops.entity.items() if v is not None}
             nodes = [
                 (n, {**NODE_DEFAULTS, "entity_id": n, **rec, "created_at": now})
-                for n, rec in ents.items()
+                for n, rec in ops.entity.items()
+                if rec is not None
             ]
-            for part in _parts(nodes):
-                await graph.upsert_nodes_batch(part)
-                await _let_loop_in()
-            for rows in _parts(list(ent_rows.items())):
-                await r.entities_vdb.upsert(dict(rows))
-                await _let_loop_in()
+            await _in_parts(graph.upsert_nodes_batch, nodes)
+            await _in_parts(r.entities_vdb.upsert, list(ent_rows.items()), rows=True)
             edges = [
                 (
                     rec["src_id"],
@@ -367,20 +363,12 @@ class Store:
                 for rec in ops.relation.values()
                 if rec is not None
             ]
-            for part in _parts(edges):
-                await graph.upsert_edges_batch(part)
-                await _let_loop_in()
-            for rows in _parts(list(rel_rows.items())):
-                await r.relationships_vdb.upsert(dict(rows))
-                await _let_loop_in()
+            await _in_parts(graph.upsert_edges_batch, edges)
+            await _in_parts(r.relationships_vdb.upsert, list(rel_rows.items()), rows=True)
             # LightRAG's KV storages add fields to the dicts they are given: pass copies.
             chunks = [(k, dict(v)) for k, v in ops.chunk.items() if v is not None]
-            for rows in _parts(chunks):
-                await r.text_chunks.upsert(dict(rows))
-                await _let_loop_in()
-            for rows in _parts(list(chunk_rows.items())):
-                await r.chunks_vdb.upsert(dict(rows))
-                await _let_loop_in()
+            await _in_parts(r.text_chunks.upsert, chunks, rows=True)
+            await _in_parts(r.chunks_vdb.upsert, list(chunk_rows.items()), rows=True)
             docs = {k: v for k, v in ops.doc.items() if v is not None}
             if docs:
                 await r.full_docs.upsert(
@@ -404,10 +392,12 @@ class Store:
             self._caching = False
 
 
-def _parts(items: list[Any]) -> list[list[Any]]:
-    return [items[i : i + WRITE_ROWS] for i in range(0, len(items), WRITE_ROWS)]
-
-
-async def _let_loop_in() -> None:
-    """Give the event loop a turn between two parts of a write."""
-    await asyncio.sleep(0)
+async def _in_parts(
+    call: Callable[[Any], Awaitable[Any]], items: list[Any], rows: bool = False
+) -> None:
+    """``call`` over ``items`` in parts of ``WRITE_ROWS``, the event loop let in after
+    each (``rows``: the items are (key, row) pairs, passed as a dict)."""
+    for i in range(0, len(items), WRITE_ROWS):
+        part = items[i : i + WRITE_ROWS]
+        await call(dict(part) if rows else part)
+        await asyncio.sleep(0)
