@@ -89,10 +89,12 @@ class Index:
             if backend == "sqlite" and needs_migration(workdir / workspace):
                 counts = await asyncio.to_thread(migrate, workdir / workspace)
                 log.info("store migrated from stock files to sqlite", **counts)
+            # The model loads in a thread (a second or two): status answers meanwhile.
+            model = embedder or await asyncio.to_thread(default_embedder)
             store = Store(
                 workdir,
                 workspace,
-                embedder or default_embedder(),
+                model,
                 backend=backend,
                 llm_func=llm_func,
                 postgres_url=postgres_url,
