@@ -13,7 +13,6 @@ Why these rules:
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import re
 from collections.abc import Callable
@@ -161,10 +160,3 @@ def chunk_note(
         about = note.summary or note.error or "(empty note)"
         emit((), note.body_line, note.body_line, about)
     return chunks
-
-
-def chunk_for_line(chunks: list[Chunk], line: int) -> Chunk:
-    """The chunk holding a file line: chunks are in file order and never overlap, so it
-    is the last one starting at or before the line (the first chunk for frontmatter)."""
-    i = bisect.bisect_right(chunks, line, key=lambda c: c.start_line) - 1
-    return chunks[max(i, 0)]

@@ -150,8 +150,12 @@ class Watcher(FileSystemEventHandler):
             needed = quiet_needed(first, self._last_event, self.debounce)
             return needed - (time.monotonic() - self._last_event)
 
-    def _take(self) -> tuple[set[str], bool]:
+    def _take(self, edits_only: bool = False) -> tuple[set[str], bool]:
+        """Empty the queue; ``edits_only``: unless a full rescan is asked for (then
+        nothing is taken)."""
         with self._lock:
+            if edits_only and self._rescan:
+                return set(), False
             paths, rescan = self._pending, self._rescan
             self._pending, self._rescan, self._first_event = set(), False, None
             self._wake.clear()
@@ -167,12 +171,7 @@ class Watcher(FileSystemEventHandler):
     def take(self) -> set[str]:
         """The waiting paths, now (after ``due``): for edits let in during a long sync.
         A full rescan asked for meanwhile is left to ``next_batch``, with its paths."""
-        with self._lock:
-            if self._rescan:
-                return set()
-            paths, self._pending, self._first_event = self._pending, set(), None
-            self._wake.clear()
-            return paths
+        return self._take(edits_only=True)[0]
 
     async def next_batch(self) -> tuple[set[str], bool]:
         """Wait for a quiet window after some events; return (paths, full_rescan)."""

@@ -246,7 +246,9 @@ class Mapper:
         return out
 
     def evidence_id(self, src: str, data: dict[str, Any]) -> str:
-        """The id of the chunk of ``src`` that holds the link (``chunk_for_line``)."""
+        """The id of the chunk of ``src`` that holds the link: chunks are in file order
+        and never overlap, so it is the last one starting at or before the link's line
+        (the first chunk for frontmatter)."""
         ids, starts = self.spans(src)
         line = data.get("line")
         if not isinstance(line, int):
