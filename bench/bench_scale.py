@@ -13,6 +13,7 @@ one table row per metric:
   the same for an edit every 20 s during the cold sync (it must not wait for the sync);
 - LLM-free ``query`` p50 over the socket;
 - restart after N offline edits, and with nothing changed: start to ``ready``.
+Before the table it prints the daemon's longest event-loop stalls and what ran in them.
 The goals are the issue's (13k: 30 s, 10 min, 500 MB, 100 ms, 250 ms / 1 s, 100 ms,
 5 s, 3 s). A 13k cold start embeds ~100k texts: expect tens of minutes per size.
 """
@@ -20,6 +21,8 @@ The goals are the issue's (13k: 30 s, 10 min, 500 MB, 100 ms, 250 ms / 1 s, 100 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import random
 import shutil
@@ -105,9 +108,26 @@ def queries(d: DaemonProc, n: int) -> list[float]:
     return out
 
 
+def print_stalls(name: str, log: Path, worst: int = 8) -> None:
+    """The daemon's ``loop stall`` events (``WIKID_STALL_MS``), the longest first, with
+    the stacks the loop was seen in: what to look at when ``status`` is slow."""
+    stalls = []
+    for line in log.read_text(errors="replace").splitlines():
+        if '"loop stall"' in line:
+            with contextlib.suppress(ValueError):
+                stalls.append(json.loads(line))
+    stalls.sort(key=lambda e: -e["ms"])
+    total = sum(e["ms"] for e in stalls)
+    print(f"{name}: {len(stalls)} loop stalls over 100 ms, {total / 1000:.1f} s in all")
+    for e in stalls[:worst]:
+        print(f"  {e['ms']} ms at {e['timestamp']}")
+        for top in e["top"]:
+            print(f"    {top}")
+
+
 def one(name: str, vault: Path, tmp: Path, edits: int, nq: int) -> list[tuple[str, str]]:
     notes = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.md"))
-    d = DaemonProc(vault, tmp, env={"WIKID_DEBOUNCE_MS": "300"})
+    d = DaemonProc(vault, tmp, env={"WIKID_DEBOUNCE_MS": "300", "WIKID_STALL_MS": "100"})
     cold = start_and_watch(d, edit=lambda i: edits_visible(d, vault, notes, 1, i, "Cold"))
     d.settle()
     time.sleep(5)
@@ -126,6 +146,7 @@ def one(name: str, vault: Path, tmp: Path, edits: int, nq: int) -> list[tuple[st
     d.stop()
     unchanged = start_and_watch(d)
     d.stop()
+    print_stalls(name, d.log)
     mib = 2**20
     return [
         ("vault", f"{name}: {len(notes)} notes"),

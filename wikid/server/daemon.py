@@ -24,7 +24,7 @@ import structlog
 from wikid.ask.answer import answer
 from wikid.config import VaultConfig, load
 from wikid.core.vault import VaultOptions, changed, snapshot, vault_options, vault_present
-from wikid.server import api, browse, protocol
+from wikid.server import api, browse, protocol, stalls
 from wikid.server.extraction import extraction_loop
 from wikid.server.log import Progress
 from wikid.server.notify import more_descriptors, notify, watchdog_interval
@@ -151,6 +151,7 @@ class Daemon:
 
     async def _serve(self, loop: asyncio.AbstractEventLoop) -> int:
         assert self.cfg.workdir is not None
+        stalls.watch()
         self._phase("loading the vault")
         self.index = await Index.open(
             self.cfg.path,

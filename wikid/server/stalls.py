@@ -1,0 +1,95 @@
+"""A loop-stall monitor: when the event loop stops answering, log what it was running.
+
+Why: ``status`` must answer within 100 ms, and a stall shows only as a slow reply
+from outside. This thread samples the loop thread's stack while the loop is late
+and logs the stacks seen most, so a stall names its cause in the daemon's own log
+(``loop stall``: how long, and the innermost wikid and library frames). It is off
+unless ``WIKID_STALL_MS`` is set (a thread waking every few ms costs a laptop's
+battery); the benchmarks set it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import sys
+import threading
+import time
+import traceback
+
+import structlog
+
+log = structlog.get_logger("wikid")
+DEPTH = 6  # frames kept per sample, innermost first
+
+
+def threshold_ms() -> float | None:
+    """``WIKID_STALL_MS`` as a number, or None when unset or not a positive number."""
+    try:
+        ms = float(os.environ.get("WIKID_STALL_MS", ""))
+    except ValueError:
+        return None
+    return ms if ms > 0 else None
+
+
+def _stack(frame: object) -> str:
+    frames = traceback.extract_stack(frame)  # type: ignore[arg-type]
+    inner = frames[-DEPTH:][::-1]
+    return " < ".join(f"{f.name} ({f.filename.rsplit('/', 2)[-1]}:{f.lineno})" for f in inner)
+
+
+class StallMonitor:
+    """``start(loop)`` from the loop thread; ``stop()`` at shutdown."""
+
+    def __init__(self, limit_ms: float) -> None:
+        self.limit = limit_ms / 1000
+        self.beat = time.monotonic()
+        self._loop_thread = threading.get_ident()
+        self._done = threading.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._thread = threading.Thread(target=self._watch, name="wikid-stalls", daemon=True)
+
+    def start(self) -> None:
+        self._loop_thread = threading.get_ident()
+        self._task = asyncio.get_running_loop().create_task(self._heartbeat())
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _heartbeat(self) -> None:
+        step = self.limit / 4
+        while True:
+            self.beat = time.monotonic()
+            await asyncio.sleep(step)
+
+    def _watch(self) -> None:
+        step = self.limit / 4
+        samples: collections.Counter[str] = collections.Counter()
+        stalled_since: float | None = None
+        while not self._done.wait(step):
+            late = time.monotonic() - self.beat
+            if late > self.limit:
+                stalled_since = stalled_since or self.beat
+                frame = sys._current_frames().get(self._loop_thread)
+                if frame is not None:
+                    samples[_stack(frame)] += 1
+            elif stalled_since is not None:
+                top = [f"{n}x {s}" for s, n in samples.most_common(3)]
+                log.info("loop stall", ms=round((self.beat - stalled_since) * 1000), top=top)
+                samples.clear()
+                stalled_since = None
+
+
+def watch() -> StallMonitor | None:
+    """From the loop thread: start a monitor if ``WIKID_STALL_MS`` asks for one. Its
+    thread is a daemon thread and its heartbeat a task, so both end with the loop."""
+    ms = threshold_ms()
+    if ms is None:
+        return None
+    monitor = StallMonitor(ms)
+    monitor.start()
+    return monitor
