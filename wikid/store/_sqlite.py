@@ -13,10 +13,12 @@ consistent snapshot while the daemon writes, and neither blocks the other.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -95,6 +97,34 @@ class Database:
         self._depth -= 1
         if self._depth == 0:
             self.conn.execute("COMMIT")
+
+    @asynccontextmanager
+    async def transaction_async(self) -> AsyncIterator[sqlite3.Connection]:
+        """``transaction()`` for a batch written from the event loop: its COMMIT (the
+        WAL write of everything the batch changed) runs in a worker thread. It counts
+        as open until the COMMIT is done, so a write meanwhile joins it."""
+        if self._depth:
+            with self.transaction() as conn:
+                yield conn
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._depth += 1
+        try:
+            yield self.conn
+        except BaseException:
+            self._depth -= 1
+            self.conn.execute("ROLLBACK")
+            self.rollbacks += 1
+            raise
+        try:
+            await asyncio.to_thread(self.conn.execute, "COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute("ROLLBACK")
+            self.rollbacks += 1
+            raise
+        finally:
+            self._depth -= 1
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ EMBED_CALL = 256
 # Rows per storage call in a batch's write: the calls run on the event loop, so a
 # big batch (a slice of a cold start) is written in parts, with the loop let in
 # between (status, links and search answer meanwhile; the transaction stays one).
-WRITE_ROWS = 1000
+WRITE_ROWS = 250  # ~50 ms of storage work at 13k (1,000 rows: up to 190 ms measured)
 LEDGER_FILE = "wikid-ledger.sqlite"  # beside the stock files; the SQLite store holds its own
 
 
@@ -152,12 +152,9 @@ class Store:
         self.llm_calls = 0
         self.embedded = 0  # texts actually sent to the model (cache misses)
         self._caching = False
-        # Called with (done, total): texts embedded so far of those the batch must embed
+        # Called with (done, total): texts embedded so far of those a batch must embed
         # (a progress bar in ``wikid index``, the daemon's status and log).
         self.progress: Callable[[int, int], None] | None = None
-        self._todo = self._done = 0
-        self._cut = False  # the last reconcile batch stopped to let an edit in
-        self._aside = False  # embedding that edit: progress is the reconcile's, not its
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / workspace).mkdir(parents=True, exist_ok=True)
         self.ledger = Ledger(workdir / workspace / ledger_file(backend))
@@ -197,11 +194,8 @@ class Store:
             vectors = await asyncio.to_thread(self.embedder.embed, [t for _, t in missing])
             fresh = {h: v for (h, _), v in zip(missing, vectors, strict=True)}
             self.embedded += len(missing)
-            if self._caching:  # a batch embedding ahead (not a query's question)
+            if self._caching:  # a batch's write (not a query's question)
                 self.ledger.add_vectors(fresh)
-                self._done += len(missing)
-                if self.progress is not None and not self._aside:
-                    self.progress(self._done, max(self._todo, self._done))
             cached.update(fresh)
         return (
             np.stack([cached[h] for h in hashes])
@@ -251,12 +245,17 @@ class Store:
             r.doc_status,
         ]
 
-    def batch(self) -> AbstractContextManager[Any]:
+    @asynccontextmanager
+    async def batch(self) -> AsyncIterator[None]:
         """The transaction one batch's store writes and ledger commit share (the sqlite
-        backend); the stock files cannot join one, so there it is empty."""
-        if self.backend == "sqlite":
-            return self.ledger.database.transaction()
-        return nullcontext()
+        backend), its COMMIT in a worker thread (a cold start's slice commits tens of MB:
+        0.4-0.7 s measured at 13k); the stock files cannot join one, so there it is
+        empty."""
+        if self.backend != "sqlite":
+            yield
+            return
+        async with self.ledger.database.transaction_async():
+            yield
 
     def snapshot(self) -> AbstractContextManager[Any]:
         """Reads that see one committed state while another process writes (sqlite)."""
@@ -267,36 +266,34 @@ class Store:
     async def embed_ahead(self, ops: Ops, interrupt: Callable[[], bool] | None = None) -> bool:
         """Embed (and cache, committed at once) every text the batch will write, before
         its transaction opens: a crash mid-batch never costs those embeddings again, and
-        the transaction itself stays short. False: ``interrupt()`` said stop first."""
+        the transaction itself stays short. False: ``interrupt()`` said stop first.
+        Hashing, cache reads and model calls run in a worker thread: on a slice of a
+        cold start they are seconds of work, and the loop keeps answering."""
+        texts = await asyncio.to_thread(self._uncached, ops)
+        if texts and self.progress is not None:
+            self.progress(0, len(texts))
+        for i in range(0, len(texts), EMBED_CALL):
+            if i and interrupt is not None and interrupt():
+                return False
+            await asyncio.to_thread(self._embed_and_cache, texts[i : i + EMBED_CALL])
+            if self.progress is not None:
+                self.progress(min(i + EMBED_CALL, len(texts)), len(texts))
+        return True
+
+    def _uncached(self, ops: Ops) -> list[str]:
+        """The texts of a batch's vector rows that have no cached vector yet."""
         by_hash = {
             text_hash(v["content"]): v["content"]
             for rows in self._vector_rows(ops)
             for v in rows.values()
         }
         cached = self.ledger.cached(set(by_hash))
-        texts = [t for h, t in by_hash.items() if h not in cached]
-        todo = len(texts)
-        # Progress (done, total) runs per reconcile batch; a batch stopped for an edit and
-        # planned again goes on from where it was, and that edit's own texts are not shown.
-        saved, self._aside = (self._done, self._todo), self._cut and interrupt is None
-        if self._cut and interrupt is not None:
-            self._todo = self._done + todo
-        else:
-            self._todo, self._done = todo, 0
-        self._caching, cut = True, False
-        try:
-            for i in range(0, len(texts), EMBED_CALL):
-                if i and interrupt is not None and interrupt():
-                    cut = True
-                    break
-                await self._embed(texts[i : i + EMBED_CALL])
-        finally:
-            self._caching = False
-            if self._aside:
-                (self._done, self._todo), self._aside = saved, False
-            else:
-                self._cut = cut
-        return not cut
+        return [t for h, t in by_hash.items() if h not in cached]
+
+    def _embed_and_cache(self, texts: list[str]) -> None:
+        vectors = self.embedder.embed(texts)
+        self.ledger.add_vectors({text_hash(t): v for t, v in zip(texts, vectors, strict=True)})
+        self.embedded += len(texts)
 
     @staticmethod
     def _vector_rows(ops: Ops) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:

@@ -12,6 +12,7 @@ stock LightRAG code: ``wikid lightrag-server`` does exactly that.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any, ClassVar
@@ -110,7 +111,7 @@ class Connected:
     async def initialize(self) -> None:
         if self._db is None:
             self._db = open_database(self.global_config, self.workspace)
-            self._opened()
+            await asyncio.to_thread(self._opened)  # e.g. a vector matrix: seconds at 13k
 
     async def finalize(self) -> None:
         if self._db is not None:

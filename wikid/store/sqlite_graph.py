@@ -4,6 +4,10 @@ Why rows and not NetworkX: NetworkXStorage holds the whole graph in memory
 and rewrites the GraphML file on every flush. Here an edit writes the rows it
 touches, nothing is cached, and a reader in another process sees each commit.
 
+The batch calls (what a wikid batch writes and a query reads) run their SQL in a
+worker thread: at 13k notes one part of a batch took up to 1.5 s, and the event
+loop must keep answering meanwhile.
+
 Semantics follow NetworkXStorage (an undirected ``nx.Graph``), which is what
 LightRAG's queries were written against: upserts merge attributes into the
 existing ones, an edge is stored once for both directions (``a < b``), adding
@@ -13,6 +17,7 @@ removes its edges.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import deque
 from dataclasses import dataclass
@@ -95,24 +100,27 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
         return bool(self._q("SELECT 1 FROM lr_nodes WHERE ns=? AND id=?", node_id))
 
     async def has_nodes_batch(self, node_ids: list[str]) -> set[str]:
-        return set(self._nodes(node_ids))
+        return set(await asyncio.to_thread(self._nodes, node_ids))
 
     async def get_node(self, node_id: str) -> dict[str, str] | None:
         return self._nodes([node_id]).get(node_id)
 
     async def get_nodes_batch(self, node_ids: list[str]) -> dict[str, dict[str, Any]]:
-        return self._nodes(node_ids)
+        return await asyncio.to_thread(self._nodes, node_ids)
 
     async def node_degree(self, node_id: str) -> int:
         return self._degrees([node_id])[node_id]
 
     async def node_degrees_batch(self, node_ids: list[str]) -> dict[str, int]:
-        return self._degrees(node_ids)
+        return await asyncio.to_thread(self._degrees, node_ids)
 
     async def upsert_node(self, node_id: str, node_data: dict[str, str]) -> None:
         await self.upsert_nodes_batch([(node_id, node_data)])
 
     async def upsert_nodes_batch(self, nodes: list[tuple[str, dict[str, str]]]) -> None:
+        await asyncio.to_thread(self._upsert_nodes, nodes)
+
+    def _upsert_nodes(self, nodes: list[tuple[str, dict[str, str]]]) -> None:
         merged: dict[str, dict[str, Any]] = {}
         current = self._nodes([n for n, _ in nodes])
         for node_id, data in nodes:
@@ -127,6 +135,9 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
         await self.remove_nodes([node_id])
 
     async def remove_nodes(self, nodes: list[str]) -> None:
+        await asyncio.to_thread(self._remove_nodes, nodes)
+
+    def _remove_nodes(self, nodes: list[str]) -> None:
         with self.db.transaction() as conn:
             for k in nodes:
                 conn.execute("DELETE FROM lr_nodes WHERE ns=? AND id=?", (self.namespace, k))
@@ -149,11 +160,16 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
     async def get_edges_batch(
         self, pairs: list[dict[str, str]]
     ) -> dict[tuple[str, str], dict[str, Any]]:
+        return await asyncio.to_thread(self._edges, pairs)
+
+    def _edges(self, pairs: list[dict[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
         out: dict[tuple[str, str], dict[str, Any]] = {}
         for p in pairs:
-            edge = await self.get_edge(p["src"], p["tgt"])
-            if edge is not None:
-                out[(p["src"], p["tgt"])] = edge
+            rows = self._q(
+                "SELECT data FROM lr_edges WHERE ns=? AND a=? AND b=?", *_ends(p["src"], p["tgt"])
+            )
+            if rows:
+                out[(p["src"], p["tgt"])] = json.loads(rows[0][0])
         return out
 
     async def edge_degree(self, src_id: str, tgt_id: str) -> int:
@@ -166,7 +182,8 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
         return [(source_node_id, n) for n in self._incident([source_node_id])[source_node_id]]
 
     async def get_nodes_edges_batch(self, node_ids: list[str]) -> dict[str, list[tuple[str, str]]]:
-        return {k: [(k, n) for n in v] for k, v in self._incident(node_ids).items()}
+        incident = await asyncio.to_thread(self._incident, node_ids)
+        return {k: [(k, n) for n in v] for k, v in incident.items()}
 
     async def upsert_edge(
         self, source_node_id: str, target_node_id: str, edge_data: dict[str, str]
@@ -174,6 +191,9 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
         await self.upsert_edges_batch([(source_node_id, target_node_id, edge_data)])
 
     async def upsert_edges_batch(self, edges: list[tuple[str, str, dict[str, str]]]) -> None:
+        await asyncio.to_thread(self._upsert_edges, edges)
+
+    def _upsert_edges(self, edges: list[tuple[str, str, dict[str, str]]]) -> None:
         with self.db.transaction() as conn:
             (seq,) = conn.execute(
                 "SELECT coalesce(max(seq), 0) FROM lr_edges WHERE ns=?", (self.namespace,)
@@ -201,6 +221,9 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
                 )
 
     async def remove_edges(self, edges: list[tuple[str, str]]) -> None:
+        await asyncio.to_thread(self._remove_edges, edges)
+
+    def _remove_edges(self, edges: list[tuple[str, str]]) -> None:
         with self.db.transaction() as conn:
             conn.executemany(
                 "DELETE FROM lr_edges WHERE ns=? AND a=? AND b=?",

@@ -15,17 +15,19 @@ commit at once; inside a batch they join its transaction.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 from lightrag.kg.json_doc_status_impl import JsonDocStatusStorage
 from lightrag.kg.json_kv_impl import JsonKVStorage
-from lightrag.kg.shared_storage import get_namespace_lock, get_update_flag
+from lightrag.kg.shared_storage import get_namespace_lock, get_update_flag, set_all_update_flags
 from lightrag.utils import validate_workspace
 
-from wikid.store._sqlite import Database
+from wikid.store._sqlite import Database, in_batches
 from wikid.store.sqlite_backend import Connected
 
 
@@ -93,7 +95,14 @@ class _Rows(MutableMapping[str, dict[str, Any]]):
         return dict(self.items())
 
     def missing(self, keys: set[str]) -> set[str]:
-        return {k for k in keys if k not in self}
+        found: set[str] = set()
+        for part in in_batches(list(keys)):
+            marks = ",".join("?" * len(part))
+            rows = self.db.conn.execute(
+                f"SELECT id FROM lr_kv WHERE ns=? AND id IN ({marks})", (self.ns, *part)
+            )
+            found.update(r[0] for r in rows)
+        return set(keys) - found
 
 
 SCRATCH = (
@@ -150,6 +159,28 @@ class _SQLiteRows(Connected):
 @dataclass
 class SQLiteKVStorage(_SQLiteRows, JsonKVStorage):  # type: ignore[misc]
     """LightRAG's KV storage (full_docs, text_chunks, llm_response_cache, ...) on SQLite."""
+
+    async def upsert(self, data: dict[str, dict[str, Any]]) -> None:
+        """``JsonKVStorage.upsert`` (the ``llm_cache_list`` default, create and update
+        times, ``_id``) with the existence checks and the rows in a worker thread: one
+        query per key on the event loop took up to 0.55 s a part at 13k notes."""
+        if not data or not isinstance(self._data, _Rows):
+            await super().upsert(data)
+            return
+        async with self._storage_lock:
+            await asyncio.to_thread(self._stamp_and_write, self._data, data)
+            await set_all_update_flags(self.namespace, workspace=self.workspace)
+
+    def _stamp_and_write(self, rows: _Rows, data: dict[str, dict[str, Any]]) -> None:
+        now = int(time.time())
+        new = rows.missing(set(data))
+        for k, v in data.items():
+            if self.namespace.endswith("text_chunks"):
+                v.setdefault("llm_cache_list", [])
+            if k in new:
+                v["create_time"] = now
+            v["update_time"], v["_id"] = now, k
+        rows.update(data)
 
 
 @dataclass

@@ -7,12 +7,17 @@ SQLite each time would not. The matrix is the only thing held in memory
 place by this process's writes, and it is reloaded when another process has
 committed to the file or a batch rolled back (``Database.epoch``).
 
+The SQL (and the matrix work) runs in a worker thread, so the event loop answers
+while a big batch writes or a query scores; loading the matrix when the store
+opens (a second at 13k notes) does too.
+
 Vectors are embedded on ``upsert`` (not deferred to the flush as NanoVectorDB
 does), so a row is never written without its vector.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass
@@ -85,7 +90,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
     async def upsert(self, data: dict[str, dict[str, Any]]) -> None:
         if not data:
             return
-        self._fresh()
+        await asyncio.to_thread(self._fresh)
         ids = list(data)
         contents = [data[k]["content"] for k in ids]
         parts = [
@@ -95,6 +100,9 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         vectors = np.concatenate(parts).astype(np.float32)
         if len(vectors) != len(ids):
             raise RuntimeError(f"{self.namespace}: {len(vectors)} vectors for {len(ids)} texts")
+        await asyncio.to_thread(self._put, data, ids, vectors)
+
+    def _put(self, data: dict[str, dict[str, Any]], ids: list[str], vectors: np.ndarray) -> None:
         now = int(time.time())
         with self.db.transaction() as conn:
             conn.executemany(
@@ -117,8 +125,10 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         self._epoch = self.db.epoch()
 
     async def delete(self, ids: list[str]) -> None:
-        if not ids:
-            return
+        if ids:
+            await asyncio.to_thread(self._delete, ids)
+
+    def _delete(self, ids: list[str]) -> None:
         self._fresh()
         with self.db.transaction() as conn:
             conn.executemany(
@@ -170,9 +180,12 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         rescored with the stored float32 vectors."""
         if query_embedding is None:
             query_embedding = (await self.embedding_func([query], context="query"))[0]
-        self._fresh()
         if top_k <= 0:
             return []
+        return await asyncio.to_thread(self._top, query_embedding, top_k)
+
+    def _top(self, query_embedding: Any, top_k: int) -> list[dict[str, Any]]:
+        self._fresh()
         q = normalized(np.asarray(query_embedding, np.float32).reshape(1, -1))[0]
         ids = self._index.candidates(q, top_k * 4 + 32)
         scored = []
@@ -190,13 +203,16 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         return self._rows([id]).get(id)
 
     async def get_by_ids(self, ids: list[str]) -> list[dict[str, Any]]:
-        rows = self._rows(list(ids))
+        rows = await asyncio.to_thread(self._rows, list(ids))
         return [rows.get(k) for k in ids]  # type: ignore[misc]  # None where absent, as stock
 
     async def get_vectors_by_ids(self, ids: list[str]) -> dict[str, list[float]]:
         """Vectors as stock NanoVectorDB returns them: rounded through float16 (how it
         stores them). LightRAG ranks chunks by these, so rounding alike keeps near-ties
         in the same order and the answers equal to stock; ``query`` uses full float32."""
+        return await asyncio.to_thread(self._vectors, ids)
+
+    def _vectors(self, ids: list[str]) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
         for k in ids:
             row = self.db.conn.execute(

@@ -29,7 +29,7 @@ from wikid.store.cost import CostLedger
 from wikid.store.embed import Embedder, default_embedder
 from wikid.store.lock import StoreLock
 from wikid.store.migrate import migrate, needs_migration
-from wikid.store.rag import Store
+from wikid.store.rag import Store, offline_tokenizer
 from wikid.store.relocate import adopt
 from wikid.sync import restart
 from wikid.sync.extract import ExtractionCache, Extractor, Job
@@ -91,6 +91,7 @@ class Index:
                 log.info("store migrated from stock files to sqlite", **counts)
             # The model loads in a thread (a second or two): status answers meanwhile.
             model = embedder or await asyncio.to_thread(default_embedder)
+            await asyncio.to_thread(offline_tokenizer)  # tiktoken's table, kept: 0.2 s
             store = Store(
                 workdir,
                 workspace,

@@ -88,6 +88,83 @@ class Sink:
 
     async def reconcile_all(self) -> BatchReport:
         """Make the whole store equal a fresh build (start-up, ``wikid index``)."""
+        # Every key, in a worker thread: at 13k notes it is a second of CPU work, and
+        # nothing changes the graph until the slices start (edits go in between them).
+        ns, ps, ts, notes, stale = await asyncio.to_thread(self._all_keys)
+        # In slices, each its own batch: memory stays bounded on a cold index of a big
+        # vault. Every key belongs to one slice and is computed from the whole graph, so
+        # the slices add up to one full reconcile; torn keys are forced in the first.
+        # Full-text search first, committed on its own: on a cold start it is ready in
+        # seconds while the store embeds (it is a function of the notes alone, and a
+        # crash before the store catches up leaves it rewritten on the next start).
+        await asyncio.to_thread(
+            self.search.update, {p: self.vg.notes.get(p) for p in sorted(stale)}
+        )
+        if self.on_search_ready is not None:
+            self.on_search_ready()
+        parts = max(1, -(-(len(ns) + len(ps)) // SLICE_KEYS))
+        total = BatchReport()
+        # The parse cache is trusted again only once every slice is in (restart.plan).
+        self.ledger.set_meta({restart.META_KEY: ""})
+        shown, done_before, i, seen = self.store.progress, 0, 0, [0]
+        first = [-1]  # the texts the slice's first attempt had to embed (-1: not known)
+
+        def overall(done: int, total: int) -> None:
+            """A slice's progress as the whole reconcile's: slices are alike (every
+            parts-th key), so each one ahead is guessed to embed as much as this one
+            did. A slice planned again after an edit goes on from where it was."""
+            first[0] = total if first[0] < 0 else first[0]
+            seen[0] = done_before + done
+            if shown is not None:
+                shown(seen[0], done_before + total + first[0] * (parts - i - 1))
+
+        self.store.progress = overall if shown is not None else None
+        self._reconciling = True
+        try:
+            while i < parts:
+                try:
+                    part: BatchReport | None = await self._run(
+                        set(ns[i::parts]),
+                        set(ps[i::parts]),
+                        {p for p in ts[i::parts] if p in notes},
+                        force=self.ledger.pending() if i == 0 else {},
+                        searched=set(),
+                        files=set(self.vg.notes) | self.vg.attachments if i == 0 else None,
+                        all_files=i == 0,
+                        interrupt=self.live.waiting if self.live else None,
+                    )
+                except _Cut:
+                    part = None
+                done_before = seen[0]  # a cut slice's texts are cached: they count
+                if part is not None:
+                    for kind, n in part.writes.items():
+                        total.writes[kind] = total.writes.get(kind, 0) + n
+                    total.embedded += part.embedded
+                    total.seconds += part.seconds
+                    total.llm_calls = part.llm_calls
+                    i, first[0] = i + 1, -1
+                # A slice's records are computed from the graph as it was: an edit goes
+                # in between slices, and one cut short by it is planned again (what it
+                # had embedded is cached). Either way every key ends as the final graph
+                # says. The edit's own texts are not the reconcile's progress.
+                if self.live is not None and self.live.waiting():
+                    self.store.progress = None
+                    try:
+                        await self.live.run()
+                    finally:
+                        self.store.progress = overall if shown is not None else None
+        finally:
+            self.store.progress, self._reconciling = shown, False
+            self.mapper.keep()
+        fp = restart.fingerprint(self.vg.options, self.implicit.enabled)
+        self.ledger.set_meta({restart.META_KEY: fp})
+        return total
+
+    def _all_keys(
+        self,
+    ) -> tuple[list[str], list[tuple[str, str]], list[str], set[str], set[str]]:
+        """The keys a full reconcile covers, the graph's and the ledger's: nodes, pairs
+        and paths (notes and stale search rows) sorted, the notes, the stale rows."""
         self.prime()
         if self.implicit.enabled:
             gone = {p: None for p in self.implicit.by_note if p not in self.vg.notes}
@@ -107,68 +184,7 @@ class Sink:
             or p not in self.vg.notes
             or synced.get(p) != self.vg.notes[p].digest
         }
-        # In slices, each its own batch: memory stays bounded on a cold index of a big
-        # vault. Every key belongs to one slice and is computed from the whole graph, so
-        # the slices add up to one full reconcile; torn keys are forced in the first.
-        # Full-text search first, committed on its own: on a cold start it is ready in
-        # seconds while the store embeds (it is a function of the notes alone, and a
-        # crash before the store catches up leaves it rewritten on the next start).
-        await asyncio.to_thread(
-            self.search.update, {p: self.vg.notes.get(p) for p in sorted(stale)}
-        )
-        if self.on_search_ready is not None:
-            self.on_search_ready()
-        parts = max(1, -(-(len(nodes) + len(pairs)) // SLICE_KEYS))
-        ns, ps, ts = sorted(nodes), sorted(pairs), sorted(notes | stale)
-        total = BatchReport()
-        # The parse cache is trusted again only once every slice is in (restart.plan).
-        self.ledger.set_meta({restart.META_KEY: ""})
-        shown, done_before, i, seen = self.store.progress, 0, 0, [0]
-
-        def overall(done: int, total: int) -> None:
-            """A slice's progress as the whole reconcile's: slices are alike (every
-            parts-th key), so each one ahead is guessed to embed as much as this one."""
-            seen[0] = done_before + done
-            if shown is not None:
-                shown(seen[0], done_before + total * (parts - i))
-
-        self.store.progress = overall if shown is not None else None
-        self._reconciling = True
-        try:
-            while i < parts:
-                try:
-                    part: BatchReport | None = await self._run(
-                        set(ns[i::parts]),
-                        set(ps[i::parts]),
-                        {p for p in ts[i::parts] if p in notes},
-                        force=self.ledger.pending() if i == 0 else {},
-                        searched=set(),
-                        files=set(self.vg.notes) | self.vg.attachments if i == 0 else None,
-                        all_files=i == 0,
-                        interrupt=self.live.waiting if self.live else None,
-                    )
-                except _Cut:
-                    part = None
-                if part is not None:
-                    for kind, n in part.writes.items():
-                        total.writes[kind] = total.writes.get(kind, 0) + n
-                    total.embedded += part.embedded
-                    total.seconds += part.seconds
-                    total.llm_calls = part.llm_calls
-                    done_before = seen[0]
-                    i += 1
-                # A slice's records are computed from the graph as it was: an edit goes
-                # in between slices, and one cut short by it is planned again (what it
-                # had embedded is cached). Either way every key ends as the final graph
-                # says.
-                if self.live is not None and self.live.waiting():
-                    await self.live.run()
-        finally:
-            self.store.progress, self._reconciling = shown, False
-            self.mapper.keep()
-        fp = restart.fingerprint(self.vg.options, self.implicit.enabled)
-        self.ledger.set_meta({restart.META_KEY: fp})
-        return total
+        return sorted(nodes), sorted(pairs), sorted(notes | stale), notes, stale
 
     def prime(self) -> None:
         """Take the graph as the one the store was built from (a restart from the parse
@@ -312,13 +328,14 @@ class Sink:
             self._plan, nodes, pairs, notes, force, files
         )
         if ops:
-            self.ledger.set_pending(ops)
+            await asyncio.to_thread(self.ledger.set_pending, ops)  # 1.6 s at 13k
             if not await self.store.embed_ahead(ops, interrupt):
                 raise _Cut
-        with self.store.batch():  # store and ledger commit together where the backend can
+        async with self.store.batch():  # store and ledger commit together where they can
             if ops:
                 await self.store.write(ops, datetime.now(UTC).isoformat())
-            self.ledger.commit(ops, note_rows, rows, all_files)
+            # The mirror's rows: a slice of a cold start writes tens of thousands.
+            await asyncio.to_thread(self.ledger.commit, ops, note_rows, rows, all_files)
             self.search.update({p: self.vg.notes.get(p) for p in sorted(searched)})
         if not self._reconciling:  # its slices each read every note's chunks
             self.mapper.keep()
