@@ -77,6 +77,11 @@ def test_a_restart_reads_only_the_files_that_changed(tmp_path: Path) -> None:
     later = next(e for e in store["entities"] if e["name"] == "Later")
     assert later["type"] == "note"
 
+    # n09 was read again, found unchanged, and its cached row took the new stat (and
+    # "Later" was cached when added): this restart reads nothing.
+    again, _ = asyncio.run(_open_sync(vault, wd, ws))
+    assert again["start"] == "parse cache" and again["read"] == 0
+
 
 def test_a_restart_chunks_only_the_notes_that_changed(tmp_path: Path) -> None:
     """The records around a changed note (its tag's, its hub's, its neighbours') take the

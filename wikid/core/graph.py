@@ -89,6 +89,10 @@ class VaultGraph:
         self._doubted: set[str] = set()
         self._recheck: set[str] = set()
         self.reads = 0  # notes read from disk (a restart from the parse cache reads few)
+        # Notes read again with the same content and a new stat (a touch, a checkout):
+        # ``apply`` takes them in, and the parse cache must too (``take_restat``), or
+        # every restart would read them again.
+        self._restat: dict[str, Note] = {}
 
     @classmethod
     def load(cls, root: Path | str, options: VaultOptions | None = None) -> VaultGraph:
@@ -138,9 +142,11 @@ class VaultGraph:
                 old = self.notes.get(f)
                 if self._doubt(f, note, old, confirm_empty):
                     continue
-                if (note is None and old is None) or (
-                    note is not None and old is not None and note.digest == old.digest
-                ):
+                if note is not None and old is not None and note.digest == old.digest:
+                    if note.stat != old.stat:  # touched, not changed: the new stat is kept
+                        self._restat[f] = note
+                    continue
+                if note is None and old is None:
                     continue
                 notes_new[f] = note
             else:
@@ -162,6 +168,12 @@ class VaultGraph:
         self._recheck.add(path)
         return True
 
+    def take_restat(self) -> set[str]:
+        """The notes whose stat ``apply`` renewed with no change of content (and forget)."""
+        out = {p for p, n in self._restat.items() if self.notes.get(p) is n}
+        self._restat.clear()
+        return out
+
     def take_recheck(self) -> set[str]:
         """The notes to read again after the quiet window (and forget them)."""
         out, self._recheck = self._recheck, set()
@@ -171,6 +183,9 @@ class VaultGraph:
         """Apply what ``read`` found: new versions of notes (None: gone) and attachments
         (False: gone); returns what changed."""
         notes_new, attach_new = changes
+        for path, note in self._restat.items():
+            if path in self.notes and self.notes[path].digest == note.digest:
+                self.notes[path] = note
         if not notes_new and not attach_new:
             return Delta()
         affected = self._affected(notes_new, attach_new)

@@ -192,11 +192,7 @@ class Ledger:
         with self._tx():
             if all_files:
                 self.db.execute("DELETE FROM files")
-            for path, frow in (files or {}).items():
-                if frow is None:
-                    self.db.execute("DELETE FROM files WHERE path=?", (path,))
-                else:
-                    self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", (path, *frow))
+            self.put_files(files or {})
             for name, rec in ops.entity.items():
                 if rec is None:
                     self.db.execute("DELETE FROM entities WHERE name=?", (name,))
@@ -233,6 +229,15 @@ class Ledger:
                         (path, digest, entity, json.dumps(chunk_ids), now),
                     )
             self.db.execute("DELETE FROM pending")
+
+    def put_files(self, files: dict[str, FileRow]) -> None:
+        """Parse-cache rows (None: the path is no file of the vault any more)."""
+        with self._tx():
+            for path, frow in files.items():
+                if frow is None:
+                    self.db.execute("DELETE FROM files WHERE path=?", (path,))
+                else:
+                    self.db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?)", (path, *frow))
 
     def files(self) -> dict[str, tuple[str, bytes | None]]:
         """The parse cache: path -> (kind, encoded note or None)."""

@@ -91,8 +91,19 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
         return {k: [n for _, n in sorted(v)] for k, v in out.items()}
 
     def _degrees(self, ids: list[str]) -> dict[str, int]:
-        # NetworkX counts a self-loop twice.
-        return {k: len(v) + v.count(k) for k, v in self._incident(ids).items()}
+        """Counted, not listed (a tag's node has thousands of edges). An edge is a row
+        ``a <= b``: counting it at both ends counts a self-loop twice, as NetworkX does."""
+        out = dict.fromkeys(ids, 0)
+        for part in in_batches(ids):
+            marks = ",".join("?" * len(part))
+            for end in ("a", "b"):
+                for k, n in self._q(
+                    f"SELECT {end}, count(*) FROM lr_edges WHERE ns=? AND {end} IN ({marks}) "
+                    f"GROUP BY {end}",
+                    *part,
+                ):
+                    out[k] += n
+        return out
 
     # -- nodes ---------------------------------------------------------------------------
 
@@ -175,6 +186,15 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
     async def edge_degree(self, src_id: str, tgt_id: str) -> int:
         d = self._degrees([src_id, tgt_id])
         return d[src_id] + d[tgt_id]
+
+    async def edge_degrees_batch(
+        self, edge_pairs: list[tuple[str, str]]
+    ) -> dict[tuple[str, str], int]:
+        """The base class asks ``edge_degree`` once per pair: ~180 queries per LightRAG
+        query at 13k notes (45 ms); here one pass over the distinct ends."""
+        ends = list(dict.fromkeys(n for pair in edge_pairs for n in pair))
+        d = await asyncio.to_thread(self._degrees, ends)
+        return {(u, v): d[u] + d[v] for u, v in edge_pairs}
 
     async def get_node_edges(self, source_node_id: str) -> list[tuple[str, str]] | None:
         if not await self.has_node(source_node_id):

@@ -232,6 +232,7 @@ class Index:
         changes = await asyncio.to_thread(self.vg.read, paths, confirm_empty)
         delta = self.vg.apply(changes)
         report = await (self.sink.reconcile_all() if reconcile else self.sink.apply(delta))
+        await self.sink.restamp(self.vg.take_restat())
         return delta, report
 
     async def reconcile(self) -> BatchReport:
@@ -303,6 +304,7 @@ class Index:
             left = {p for p in self.vg.notes if p not in read} | {p for p, n in read.items() if n}
             self._refuse_empty(before, left, force)
             report = await self.sink.apply(self.vg.apply(changes))
+            await self.sink.restamp(self.vg.take_restat())
             self.startup = None
         else:
             self._refuse_empty(before, set(self.vg.notes), force)

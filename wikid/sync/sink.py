@@ -219,6 +219,13 @@ class Sink:
         self._implicit_keys(nodes, pairs, notes)
         return await self._run(nodes, pairs, notes, force={}, searched=notes, files=touched | notes)
 
+    async def restamp(self, paths: set[str]) -> None:
+        """Parse-cache rows for notes read again unchanged (``VaultGraph.take_restat``):
+        their new stat, so the next restart trusts them without reading them."""
+        if paths:
+            rows = await asyncio.to_thread(restart.file_rows, self.vg, paths, self.mapper.spans)
+            await asyncio.to_thread(self.ledger.put_files, rows)
+
     async def apply_extracted(self, hashes: set[str]) -> BatchReport:
         """New extractions in the cache: write the implicit records they bring."""
         folds, fold_pairs = self.implicit.learn(hashes)
