@@ -15,6 +15,7 @@ Every item comes back with the note path, heading and line to open.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from wikid.ask.fuse import Ranked, best_chunk, card, fuse, home, path_items, vec
 from wikid.ask.walk import Meaning, reach
 from wikid.core.words import content_words, terms
 from wikid.store.ids import split_sources
+from wikid.sync.search import Hit
 
 if TYPE_CHECKING:
     from wikid.sync.index import Index
@@ -46,9 +48,12 @@ PRIOR = 2.0  # prior of the top fused note's items, as gain; it falls as 1 / (1 
 EXPLAIN_TOP = 12
 
 
-def keywords(index: Index, question: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
-    """(high-level, low-level, (name, note) mentioned) for a question, with no LLM."""
-    mentioned = index.names_in(question)
+def keywords(
+    index: Index, question: str, mentioned: list[tuple[str, str]] | None = None
+) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+    """(high-level, low-level, (name, note) mentioned) for a question, with no LLM;
+    ``mentioned``: ``index.names_in(question)``, if the caller has it."""
+    mentioned = index.names_in(question) if mentioned is None else mentioned
     names: list[str] = []
     for name, path in mentioned:
         entity = name if name.startswith("#") else index.entity_name(path)
@@ -168,13 +173,16 @@ def _meaning(index: Index) -> Meaning:
 
 
 def _pool(
-    index: Index, question: str, names: list[tuple[str, str]], vector_items: list[Item]
+    index: Index,
+    question: str,
+    names: list[tuple[str, str]],
+    vector_items: list[Item],
+    hits: list[Hit],
 ) -> tuple[list[Item], dict[str, Ranked], dict[str, str]]:
     """Every candidate item, each with the prior of its best-ranked note, the fused
-    ranking of notes, and the seeds the question names."""
+    ranking of notes, and the seeds the question names; ``hits``: full-text search's."""
     vg = index.graph
     seeded, reached = reach(vg, question, names, _meaning(index), GRAPH_POOL)
-    hits = index.search(question, BM25_POOL, None, None)
     ranking = fuse(
         {
             "graph": [home(vg, r) for r in reached],
@@ -225,7 +233,10 @@ async def evidence(
 ) -> dict[str, Any]:
     """The evidence for a question: at most ``budget`` tokens, 0 LLM calls. Without
     ``vectors`` (the store is still embedding) only the graph and BM25 are asked."""
-    high, low, names = keywords(index, question)
+    # The full-text queries in a worker thread: tens of ms at 13k notes, off the loop.
+    mentioned = await asyncio.to_thread(index.names_in, question)
+    hits = await asyncio.to_thread(index.search, question, BM25_POOL, None, None)
+    high, low, names = keywords(index, question, mentioned)
     calls = index.llm_calls
     vector_items: list[Item] = []
     if vectors:
@@ -238,7 +249,7 @@ async def evidence(
             chunk_top_k=POOLS["chunk"],
         )
         vector_items = await candidates(index, await index.aquery_data(question, param))
-    pool, ranking, seeded = _pool(index, question, names, vector_items)
+    pool, ranking, seeded = _pool(index, question, names, vector_items, hits)
     aspects = aspects_of(question, [n for n, _ in names], [p for _, p in names])
     chosen, used, stopped = select(pool, aspects, budget, index.count_tokens)
     by_kind: dict[str, list[dict[str, Any]]] = {"entities": [], "relations": [], "chunks": []}
