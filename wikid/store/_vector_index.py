@@ -64,6 +64,13 @@ class VectorIndex:
         """Add or replace vectors (any scale: they are normalised here)."""
         rows, scales = quantized(normalized(np.asarray(vectors, np.float32)))
         self._reserve(len(self.ids) + len(ids))
+        if len(set(ids)) == len(ids) and not any(k in self.pos for k in ids):  # all new
+            n = len(self.ids)
+            self.pos.update(zip(ids, range(n, n + len(ids)), strict=True))
+            self.ids.extend(ids)
+            self._mat[n : n + len(ids)] = rows
+            self._scale[n : n + len(ids)] = scales
+            return
         for key, row, scale in zip(ids, rows, scales, strict=True):
             i = self.pos.get(key)
             if i is None:

@@ -206,24 +206,30 @@ class Store:
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text))
 
-    async def open(self) -> None:
+    async def open(self) -> bool:
+        """Open the storages; True when the store was started over (another embedding
+        model, or a lost ledger): what was read of the ledger before is void."""
         await self.rag.initialize_storages()
         if self.backend == "postgres":
             postgres.check_workspace(self._storages(), self.workspace)
         if self.read_only:
-            return
+            return False
         model = f"{self.embedder.model_id}:{self.embedder.dim}"
         known = self.ledger.meta("embedding_model")
+        over = False
         if known is not None and known != model:
             # Never mix vectors of two models: start the store over, cleanly.
             await self._drop()
             self.ledger.wipe()
+            over = True
         elif known is None and self.backend != "sqlite":
             # A new ledger (lost, or never written) beside storages that may hold data:
             # records it does not know of would never be deleted, so start the store
             # over. (The sqlite backend keeps its ledger in the store's own file.)
             await self._drop()
+            over = True
         self.ledger.set_meta({"embedding_model": model, "backend": self.backend})
+        return over
 
     async def _drop(self) -> None:
         for storage in self._storages():

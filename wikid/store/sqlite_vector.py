@@ -76,9 +76,9 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         self._index = VectorIndex(self._dim)
         cur = self.db.conn.execute("SELECT id, vec FROM lr_vectors WHERE ns=?", (self.namespace,))
         while rows := cur.fetchmany(4096):
-            self._index.put(
-                [r[0] for r in rows], np.stack([np.frombuffer(r[1], np.float32) for r in rows])
-            )
+            blob = b"".join(r[1] for r in rows)  # one buffer, not a view per row
+            vectors = np.frombuffer(blob, np.float32).reshape(len(rows), -1)
+            self._index.put([r[0] for r in rows], vectors)
         self._epoch = self.db.epoch()
 
     def _fresh(self) -> None:

@@ -11,6 +11,7 @@ inside.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from wikid.core.delta import Delta
 from wikid.core.graph import VaultGraph
 from wikid.core.vault import VaultOptions, vault_present
 from wikid.store.cost import CostLedger
-from wikid.store.embed import Embedder, default_embedder
+from wikid.store.embed import Embedder, LoadingMiniLM
 from wikid.store.lock import StoreLock
 from wikid.store.migrate import migrate, needs_migration
 from wikid.store.rag import Store, offline_tokenizer
@@ -89,8 +90,9 @@ class Index:
             if backend == "sqlite" and needs_migration(workdir / workspace):
                 counts = await asyncio.to_thread(migrate, workdir / workspace)
                 log.info("store migrated from stock files to sqlite", **counts)
-            # The model loads in a thread (a second or two): status answers meanwhile.
-            model = embedder or await asyncio.to_thread(default_embedder)
+            # The model loads in a thread while the store opens and the parse cache is
+            # read (status answers meanwhile); the open ends once it is loaded.
+            model = embedder or LoadingMiniLM()
             await asyncio.to_thread(offline_tokenizer)  # tiktoken's table, kept: 0.2 s
             store = Store(
                 workdir,
@@ -100,11 +102,17 @@ class Index:
                 llm_func=llm_func,
                 postgres_url=postgres_url,
             )
-            await store.open()
-            store.ledger.set_meta({"vault": str(vault.resolve())})
-            plan, reason = await asyncio.to_thread(
+            # The parse cache is read while the storages open (the vector matrix loads:
+            # seconds at 13k); a store started over voids what it read.
+            read_cache = functools.partial(
                 restart.plan, store.ledger, vault, options, extraction is not None
             )
+            over, (plan, reason) = await asyncio.gather(store.open(), asyncio.to_thread(read_cache))
+            if over:
+                plan, reason = await asyncio.to_thread(read_cache)
+            store.ledger.set_meta({"vault": str(vault.resolve())})
+            if isinstance(model, LoadingMiniLM):
+                await asyncio.wrap_future(model.ready)
             vg = plan.graph if plan else await asyncio.to_thread(VaultGraph.load, vault, options)
             extractor = None
             if extraction is not None:
