@@ -111,11 +111,17 @@ def queries(d: DaemonProc, n: int) -> list[float]:
 def print_stalls(name: str, log: Path, worst: int = 8) -> None:
     """The daemon's ``loop stall`` events (``WIKID_STALL_MS``), the longest first, with
     the stacks the loop was seen in: what to look at when ``status`` is slow."""
-    stalls = []
+    stalls, starts = [], []
     for line in log.read_text(errors="replace").splitlines():
-        if '"loop stall"' in line:
-            with contextlib.suppress(ValueError):
-                stalls.append(json.loads(line))
+        for key, found in (('"loop stall"', stalls), ('"initial sync"', starts)):
+            if key in line:
+                with contextlib.suppress(ValueError):
+                    found.append(json.loads(line))
+    for e in starts:  # each start's first sync: how it started, what it read and embedded
+        print(
+            f"{name}: start from {e['start']!r}: read {e['read']}, embedded {e['embedded']}, "
+            f"{e['seconds']} s"
+        )
     stalls.sort(key=lambda e: -e["ms"])
     total = sum(e["ms"] for e in stalls)
     print(f"{name}: {len(stalls)} loop stalls over 100 ms, {total / 1000:.1f} s in all")

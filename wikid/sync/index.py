@@ -304,9 +304,9 @@ class Index:
         before = self.store.ledger.digests()
         report: BatchReport
         if self.startup is not None:  # the graph is the store's: bring it up to date
+            await asyncio.to_thread(self.sink.prime)  # 13k names: 0.5 s of CPU
             if self.sink.on_search_ready is not None:
                 self.sink.on_search_ready()  # the search index is the store's too
-            self.sink.prime()
             changes = await asyncio.to_thread(self.vg.read, self.startup)
             read = changes[0]  # path -> the note now (None: gone)
             left = {p for p in self.vg.notes if p not in read} | {p for p, n in read.items() if n}
