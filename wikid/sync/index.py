@@ -14,7 +14,7 @@ import asyncio
 import functools
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,9 @@ class Index:
     startup: set[str] | None = None
     startup_reason: str = "full"
     lock: StoreLock | None = None  # this process is the store's one writer
+    # Held while the graph changes, and by a query while it walks the graph in a worker
+    # thread: the walk never sees a graph halfway through an update.
+    graph_still: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod
     async def open(
@@ -238,7 +241,8 @@ class Index:
         ``VaultGraph.take_recheck``). Files are read and parsed in a worker thread, so
         the event loop keeps answering."""
         changes = await asyncio.to_thread(self.vg.read, paths, confirm_empty)
-        delta = self.vg.apply(changes)
+        async with self.graph_still:
+            delta = self.vg.apply(changes)
         report = await (self.sink.reconcile_all() if reconcile else self.sink.apply(delta))
         await self.sink.restamp(self.vg.take_restat())
         return delta, report
@@ -311,14 +315,16 @@ class Index:
             read = changes[0]  # path -> the note now (None: gone)
             left = {p for p in self.vg.notes if p not in read} | {p for p, n in read.items() if n}
             self._refuse_empty(before, left, force)
-            report = await self.sink.apply(self.vg.apply(changes))
+            async with self.graph_still:
+                delta = self.vg.apply(changes)
+            report = await self.sink.apply(delta)
             await self.sink.restamp(self.vg.take_restat())
             self.startup = None
         else:
             self._refuse_empty(before, set(self.vg.notes), force)
             report = await self.sink.reconcile_all()
         now = {p: n.digest for p, n in self.vg.notes.items()}
-        counts = self.store.ledger.counts()
+        counts = await asyncio.to_thread(self.store.ledger.counts)
         return {
             "notes": len(now),
             "entities": counts["entities"],

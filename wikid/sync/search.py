@@ -117,6 +117,14 @@ class SearchIndex:
                     ((nid * NAMES + j, n, path, k) for j, (n, k) in enumerate(names[:NAMES])),
                 )
 
+    def optimize(self) -> None:
+        """Merge the FTS indexes into one segment each, after a bulk write: else later
+        one-note updates meet FTS5's merges of the bulk's segments (1.3 s for one edit
+        at 13k notes, measured); the merge itself takes ~0.1 s there."""
+        with self.db.transaction() as conn:
+            conn.execute("INSERT INTO fts_notes(fts_notes) VALUES('optimize')")
+            conn.execute("INSERT INTO fts_names(fts_names) VALUES('optimize')")
+
     def indexed(self) -> set[str]:
         return {r[0] for r in self.db.conn.execute("SELECT path FROM fts_ids")}
 

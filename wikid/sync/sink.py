@@ -36,6 +36,7 @@ from wikid.sync.search import SearchIndex
 
 Record = dict[str, Any]
 SLICE_KEYS = 10_000  # entities + relations per batch of a full reconcile
+BULK_SEARCH = 1000  # search rows rewritten at once past which the FTS index is merged
 
 
 @dataclass
@@ -100,6 +101,8 @@ class Sink:
         await asyncio.to_thread(
             self.search.update, {p: self.vg.notes.get(p) for p in sorted(stale)}
         )
+        if len(stale) > BULK_SEARCH:
+            await asyncio.to_thread(self.search.optimize)
         if self.on_search_ready is not None:
             self.on_search_ready()
         parts = max(1, -(-(len(ns) + len(ps)) // SLICE_KEYS))
@@ -343,7 +346,9 @@ class Sink:
                 await self.store.write(ops, datetime.now(UTC).isoformat())
             # The mirror's rows: a slice of a cold start writes tens of thousands.
             await asyncio.to_thread(self.ledger.commit, ops, note_rows, rows, all_files)
-            self.search.update({p: self.vg.notes.get(p) for p in sorted(searched)})
+            if searched:  # its FTS rows: ~0.1 s for one note at 13k, off the loop too
+                fts = {p: self.vg.notes.get(p) for p in sorted(searched)}
+                await asyncio.to_thread(self.search.update, fts)
         if not self._reconciling:  # its slices each read every note's chunks
             self.mapper.keep()
         trim()  # a big batch's records are garbage now: give their pages back
