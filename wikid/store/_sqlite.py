@@ -81,8 +81,8 @@ class Database:
         return self._depth > 0
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction; inside another one it simply joins it."""
+    def _open(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN (unless joining one), and ROLLBACK if the body raises; no COMMIT."""
         if self._depth == 0:
             self.conn.execute("BEGIN IMMEDIATE")
         self._depth += 1
@@ -94,6 +94,12 @@ class Database:
                 self.conn.execute("ROLLBACK")
                 self.rollbacks += 1
             raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; inside another one it simply joins it."""
+        with self._open() as conn:
+            yield conn
         self._depth -= 1
         if self._depth == 0:
             self.conn.execute("COMMIT")
@@ -107,20 +113,13 @@ class Database:
             with self.transaction() as conn:
                 yield conn
             return
-        self.conn.execute("BEGIN IMMEDIATE")
-        self._depth += 1
+        with self._open() as conn:
+            yield conn
         try:
-            yield self.conn
-        except BaseException:
-            self._depth -= 1
-            self.conn.execute("ROLLBACK")
-            self.rollbacks += 1
-            raise
-        try:
-            await asyncio.to_thread(self.conn.execute, "COMMIT")
+            await asyncio.to_thread(conn.execute, "COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
-                self.conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK")
             self.rollbacks += 1
             raise
         finally:
