@@ -185,16 +185,21 @@ class Store:
         raise LLMForbidden("wikid writes the graph directly and makes no LLM calls here")
 
     async def _embed(self, texts: list[str], **_: Any) -> np.ndarray:
+        """LightRAG's embedding function: the cache lookup and the model in a worker
+        thread (the lookup waits for the connection while a batch thread uses it)."""
+        return await asyncio.to_thread(self._cached_or_embedded, texts, self._caching)
+
+    def _cached_or_embedded(self, texts: list[str], caching: bool) -> np.ndarray:
         hashes = [text_hash(t) for t in texts]
         cached = self.ledger.vectors(hashes)
         missing = sorted(
             {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}.items()
         )
         if missing:
-            vectors = await asyncio.to_thread(self.embedder.embed, [t for _, t in missing])
+            vectors = self.embedder.embed([t for _, t in missing])
             fresh = {h: v for (h, _), v in zip(missing, vectors, strict=True)}
             self.embedded += len(missing)
-            if self._caching:  # a batch's write (not a query's question)
+            if caching:  # a batch's write (not a query's question)
                 self.ledger.add_vectors(fresh)
             cached.update(fresh)
         return (
