@@ -34,7 +34,13 @@ def threshold_ms() -> float | None:
 
 
 def _stack(frame: object) -> str:
-    frames = traceback.extract_stack(frame)  # type: ignore[arg-type]
+    """The innermost frames, importlib's left out: an import shows as the line that
+    imports."""
+    frames = [
+        f
+        for f in traceback.extract_stack(frame)  # type: ignore[arg-type]
+        if not f.filename.startswith("<frozen")
+    ]
     inner = frames[-DEPTH:][::-1]
     return " < ".join(f"{f.name} ({f.filename.rsplit('/', 2)[-1]}:{f.lineno})" for f in inner)
 
