@@ -46,12 +46,12 @@ def _stack(frame: object) -> str:
 
 
 class StallMonitor:
-    """``start(loop)`` from the loop thread; ``stop()`` at shutdown."""
+    """``start()`` from the loop thread; ``stop()`` at shutdown."""
 
     def __init__(self, limit_ms: float) -> None:
         self.limit = limit_ms / 1000
         self.beat = time.monotonic()
-        self._loop_thread = threading.get_ident()
+        self._loop_thread = 0  # set by start(), in the loop thread
         self._done = threading.Event()
         self._task: asyncio.Task[None] | None = None
         self._thread = threading.Thread(target=self._watch, name="wikid-stalls", daemon=True)

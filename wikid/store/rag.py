@@ -195,13 +195,8 @@ class Store:
         missing = sorted(
             {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}.items()
         )
-        if missing:
-            vectors = self.embedder.embed([t for _, t in missing])
-            fresh = {h: v for (h, _), v in zip(missing, vectors, strict=True)}
-            self.embedded += len(missing)
-            if caching:  # a batch's write (not a query's question)
-                self.ledger.add_vectors(fresh)
-            cached.update(fresh)
+        if missing:  # cached only for a batch's write, not a query's question
+            cached.update(self._embed_new(missing, cache=caching))
         return (
             np.stack([cached[h] for h in hashes])
             if texts
@@ -286,25 +281,29 @@ class Store:
         for i in range(0, len(texts), EMBED_CALL):
             if i and interrupt is not None and interrupt():
                 return False
-            await asyncio.to_thread(self._embed_and_cache, texts[i : i + EMBED_CALL])
+            await asyncio.to_thread(self._embed_new, texts[i : i + EMBED_CALL], True)
             if self.progress is not None:
                 self.progress(min(i + EMBED_CALL, len(texts)), len(texts))
         return True
 
-    def _uncached(self, ops: Ops) -> list[str]:
-        """The texts of a batch's vector rows that have no cached vector yet."""
+    def _uncached(self, ops: Ops) -> list[tuple[str, str]]:
+        """(hash, text) of a batch's vector rows that have no cached vector yet."""
         by_hash = {
             text_hash(v["content"]): v["content"]
             for rows in self._vector_rows(ops)
             for v in rows.values()
         }
         cached = self.ledger.cached(set(by_hash))
-        return [t for h, t in by_hash.items() if h not in cached]
+        return [(h, t) for h, t in by_hash.items() if h not in cached]
 
-    def _embed_and_cache(self, texts: list[str]) -> None:
-        vectors = self.embedder.embed(texts)
-        self.ledger.add_vectors({text_hash(t): v for t, v in zip(texts, vectors, strict=True)})
-        self.embedded += len(texts)
+    def _embed_new(self, items: list[tuple[str, str]], cache: bool) -> dict[str, np.ndarray]:
+        """Embed (hash, text) pairs that have no cached vector; cache them if asked."""
+        vectors = self.embedder.embed([t for _, t in items])
+        fresh = {h: v for (h, _), v in zip(items, vectors, strict=True)}
+        self.embedded += len(items)
+        if cache:
+            self.ledger.add_vectors(fresh)
+        return fresh
 
     @staticmethod
     def _vector_rows(ops: Ops) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:

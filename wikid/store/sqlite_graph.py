@@ -161,12 +161,12 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
     async def has_edge(self, source_node_id: str, target_node_id: str) -> bool:
         return await self.get_edge(source_node_id, target_node_id) is not None
 
-    async def get_edge(self, source_node_id: str, target_node_id: str) -> dict[str, str] | None:
-        rows = self._q(
-            "SELECT data FROM lr_edges WHERE ns=? AND a=? AND b=?",
-            *_ends(source_node_id, target_node_id),
-        )
+    def _edge(self, u: str, v: str) -> dict[str, Any] | None:
+        rows = self._q("SELECT data FROM lr_edges WHERE ns=? AND a=? AND b=?", *_ends(u, v))
         return json.loads(rows[0][0]) if rows else None
+
+    async def get_edge(self, source_node_id: str, target_node_id: str) -> dict[str, str] | None:
+        return self._edge(source_node_id, target_node_id)
 
     async def get_edges_batch(
         self, pairs: list[dict[str, str]]
@@ -176,11 +176,9 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
     def _edges(self, pairs: list[dict[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
         out: dict[tuple[str, str], dict[str, Any]] = {}
         for p in pairs:
-            rows = self._q(
-                "SELECT data FROM lr_edges WHERE ns=? AND a=? AND b=?", *_ends(p["src"], p["tgt"])
-            )
-            if rows:
-                out[(p["src"], p["tgt"])] = json.loads(rows[0][0])
+            edge = self._edge(p["src"], p["tgt"])
+            if edge is not None:
+                out[(p["src"], p["tgt"])] = edge
         return out
 
     async def edge_degree(self, src_id: str, tgt_id: str) -> int:

@@ -94,27 +94,20 @@ class _Rows(MutableMapping[str, dict[str, Any]]):
     def copy(self) -> dict[str, dict[str, Any]]:
         return dict(self.items())
 
-    def raw(self, keys: list[str]) -> dict[str, str]:
-        """key -> its JSON text, for the keys that have a row: one query per 400 keys."""
-        out: dict[str, str] = {}
+    def _where_in(self, columns: str, keys: list[str]) -> Iterator[Any]:
+        """Rows of these keys (those that have one): one query per 400 keys."""
         for part in in_batches(keys):
             marks = ",".join("?" * len(part))
-            out.update(
-                self.db.conn.execute(
-                    f"SELECT id, data FROM lr_kv WHERE ns=? AND id IN ({marks})", (self.ns, *part)
-                ).fetchall()
+            yield from self.db.conn.execute(
+                f"SELECT {columns} FROM lr_kv WHERE ns=? AND id IN ({marks})", (self.ns, *part)
             )
-        return out
+
+    def raw(self, keys: list[str]) -> dict[str, str]:
+        """key -> its JSON text, for the keys that have a row."""
+        return dict(self._where_in("id, data", keys))
 
     def missing(self, keys: set[str]) -> set[str]:
-        found: set[str] = set()
-        for part in in_batches(list(keys)):
-            marks = ",".join("?" * len(part))
-            rows = self.db.conn.execute(
-                f"SELECT id FROM lr_kv WHERE ns=? AND id IN ({marks})", (self.ns, *part)
-            )
-            found.update(r[0] for r in rows)
-        return set(keys) - found
+        return set(keys) - {r[0] for r in self._where_in("id", list(keys))}
 
 
 SCRATCH = (

@@ -24,7 +24,7 @@ import structlog
 from wikid.config import DEFAULT_BACKEND, ExtractSettings, default_workdir, workspace_name
 from wikid.core.chunk import Chunk
 from wikid.core.delta import Delta
-from wikid.core.graph import VaultGraph
+from wikid.core.graph import Changes, VaultGraph
 from wikid.core.vault import VaultOptions, vault_present
 from wikid.store.cost import CostLedger
 from wikid.store.embed import Embedder, LoadingMiniLM
@@ -241,6 +241,11 @@ class Index:
         ``VaultGraph.take_recheck``). Files are read and parsed in a worker thread, so
         the event loop keeps answering."""
         changes = await asyncio.to_thread(self.vg.read, paths, confirm_empty)
+        return await self._apply(changes, reconcile)
+
+    async def _apply(self, changes: Changes, reconcile: bool = False) -> tuple[Delta, BatchReport]:
+        """What ``vg.read`` found into the graph (under ``graph_still``) and the store,
+        and the parse cache renewed for notes read again unchanged."""
         async with self.graph_still:
             delta = self.vg.apply(changes)
         report = await (self.sink.reconcile_all() if reconcile else self.sink.apply(delta))
@@ -315,10 +320,7 @@ class Index:
             read = changes[0]  # path -> the note now (None: gone)
             left = {p for p in self.vg.notes if p not in read} | {p for p, n in read.items() if n}
             self._refuse_empty(before, left, force)
-            async with self.graph_still:
-                delta = self.vg.apply(changes)
-            report = await self.sink.apply(delta)
-            await self.sink.restamp(self.vg.take_restat())
+            _, report = await self._apply(changes)
             self.startup = None
         else:
             self._refuse_empty(before, set(self.vg.notes), force)

@@ -121,7 +121,8 @@ class Sink:
             if shown is not None:
                 shown(seen[0], done_before + total + first[0] * (parts - i - 1))
 
-        self.store.progress = overall if shown is not None else None
+        mine = overall if shown is not None else None
+        self.store.progress = mine
         self._reconciling = True
         try:
             while i < parts:
@@ -155,7 +156,7 @@ class Sink:
                     try:
                         await self.live.run()
                     finally:
-                        self.store.progress = overall if shown is not None else None
+                        self.store.progress = mine
         finally:
             self.store.progress, self._reconciling = shown, False
             self.mapper.keep()
