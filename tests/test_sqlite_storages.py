@@ -445,3 +445,63 @@ def test_vector_index_tracks_puts_and_drops(steps: list[tuple[bool, list[int]]])
         assert all(index.ids[i] == k for k, i in index.pos.items())
     for k, v in model.items():
         assert index.candidates(v, 1) == [k]
+
+
+def test_the_vector_matrix_file_is_read_back_only_while_it_matches_the_rows(
+    tmp_path: Path,
+) -> None:
+    """A restart reads the saved int8 matrix instead of decoding every float32 row, but
+    only the file the last close wrote: a write after it (a crash before the next
+    close), or a store deleted and built again, makes the rows the source again."""
+    cfg = _config(tmp_path)
+    rows = {f"c{i}": {"content": f"note {i} about {w}"} for i, w in enumerate("abcdefgh")}
+
+    def storage() -> SQLiteVectorStorage:
+        return SQLiteVectorStorage(
+            namespace="chunks",
+            workspace="mx",
+            global_config=cfg,
+            embedding_func=_embedding(),
+            meta_fields={"content"},
+        )
+
+    async def opened() -> SQLiteVectorStorage:
+        vdb = storage()
+        await vdb.initialize()
+        return vdb
+
+    async def main() -> None:
+        initialize_share_data()
+        vdb = await opened()
+        assert vdb._saved is None  # no file yet
+        await vdb.upsert(rows)
+        expected = await vdb.query("note about c", top_k=4)
+        await vdb.finalize()
+        assert (tmp_path / "mx" / "wikid-vectors-chunks.npz").is_file()
+
+        vdb = await opened()  # from the file, and the same answers as from the rows
+        assert vdb._saved is not None and sorted(vdb._index.ids) == sorted(rows)
+        assert await vdb.query("note about c", top_k=4) == expected
+        await vdb.upsert({"c9": {"content": "a late note about z"}})
+        assert vdb._db is not None
+        vdb._db.release()  # a crash: no close, so the file still holds the old matrix
+        vdb._db = None
+
+        vdb = await opened()
+        assert vdb._saved is None and "c9" in vdb._index
+        assert (await vdb.query("a late note about z", top_k=1))[0]["id"] == "c9"
+        await vdb.finalize()
+
+        (tmp_path / "mx" / DB_FILE).unlink()  # built again from nothing: the file is stale
+        vdb = await opened()  # the same writes, so the same count and number of writes
+        await vdb.upsert({k: {"content": f"other {k}"} for k in rows})
+        await vdb.upsert({"c9": {"content": "z"}})
+        assert vdb._db is not None
+        vdb._db.release()
+        vdb._db = None
+        vdb = await opened()
+        assert vdb._saved is None
+        assert (await vdb.query("other c3", top_k=1))[0]["content"] == "other c3"
+        await vdb.finalize()
+
+    asyncio.run(main())

@@ -9,12 +9,20 @@ stores, so the answers are those of an exact search. int8 rather than float16
 (half the memory again, and, measured, 3-4x faster to score: numpy widens int8 to
 float32 with SIMD, float16 one value at a time; 40k x 384 scored in ~12 ms vs ~44).
 
+The index can be saved to a file and read back (``save``, ``read``) with a stamp the
+caller chooses: a restart then reads 45 MB at 13k notes instead of decoding 340 MB
+of float32 rows (2-3 s, and far more from a cold disk). The file is a cache, never
+the truth: a stamp that does not match the rows means it is ignored.
+
 Rows live in one preallocated matrix that grows by a quarter; a deleted row is
 filled by the last one. So adding or removing a vector costs O(1), not a copy
 of the matrix.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import numpy as np
 
@@ -105,3 +113,43 @@ class VectorIndex:
         scores *= self._scale[:n]
         top = np.argpartition(-scores, k - 1)[:k] if n > k else np.arange(n)
         return [self.ids[i] for i in top.tolist()]
+
+    def save(self, path: Path, stamp: tuple[int, ...]) -> None:
+        """Write this index to ``path`` (atomically: a reader sees the old or the new;
+        ids are LightRAG's hashes, so one never holds the newline that separates them)."""
+        n = len(self.ids)
+        text = "\n".join(self.ids)
+        if text.count("\n") != max(n - 1, 0):  # an id with a newline: not one file can hold
+            return
+        names = np.frombuffer(text.encode(), np.uint8)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            np.savez(
+                fh,
+                stamp=np.asarray(stamp, np.int64),
+                mat=self._mat[:n],
+                scale=self._scale[:n],
+                ids=names,
+            )
+        os.replace(tmp, path)
+
+    @classmethod
+    def read(cls, path: Path, dim: int, stamp: tuple[int, ...]) -> VectorIndex | None:
+        """The index saved at ``path`` under ``stamp``; None if absent, unreadable,
+        of another dimension or another stamp."""
+        try:
+            with np.load(path) as f:
+                if f["stamp"].tolist() != list(stamp):
+                    return None
+                mat, scale = f["mat"], f["scale"]
+                text = f["ids"].tobytes().decode()
+        except (OSError, ValueError, KeyError, UnicodeDecodeError):
+            return None
+        ids = text.split("\n") if text else []
+        if mat.ndim != 2 or mat.shape != (len(ids), dim) or scale.shape != (len(ids),):
+            return None
+        index = cls(dim)
+        index.ids = ids
+        index.pos = {k: i for i, k in enumerate(ids)}
+        index._mat, index._scale = mat.astype(np.int8, copy=False), scale.astype(np.float32)
+        return index

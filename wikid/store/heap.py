@@ -14,6 +14,9 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter
@@ -42,6 +45,33 @@ def trim() -> None:
     libc = _libc()
     if libc is not None:
         libc.malloc_trim(0)
+
+
+_paused = 0
+_pause_lock = threading.Lock()
+
+
+@contextmanager
+def building() -> Iterator[None]:
+    """No cyclic collection while a big structure that lives on is built (a graph of
+    the whole vault). Why: every object made then survives, so each collection the
+    allocations trigger walks a growing heap for nothing: 0.5 s of a restart's 1.6 s
+    graph build at 10k notes. Nests, and holds across threads: the collector is back
+    on once the last builder is done, with what was built frozen (``gc.freeze``, as
+    ``freeze_long_lived`` does), or the first collection after would walk all of it,
+    holding the GIL (a 0.5 s stall of the event loop measured)."""
+    global _paused
+    with _pause_lock:
+        _paused += 1
+        gc.disable()
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _paused -= 1
+            if _paused == 0:
+                gc.freeze()
+                gc.enable()
 
 
 def freeze_long_lived() -> None:

@@ -11,6 +11,12 @@ The SQL (and the matrix work) runs in a worker thread, so the event loop answers
 while a big batch writes or a query scores; loading the matrix when the store
 opens (a second at 13k notes) does too.
 
+Restarts read the matrix from a file beside the store (``wikid-vectors-<ns>.npz``),
+written when the storage closes and stamped with the namespace's write generation
+(``lr_vector_gen``, bumped in every write's own transaction) and row count; a
+stamp that does not match the rows means the file is ignored and the rows are
+read. So the rows stay the truth, and the file can be deleted at any time.
+
 Vectors are embedded on ``upsert`` (not deferred to the flush as NanoVectorDB
 does), so a row is never written without its vector.
 """
@@ -19,8 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,6 +59,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         self._db = None
         self._epoch: tuple[int, int] | None = None
         self._index = VectorIndex(self._dim)
+        self._saved: tuple[int, int] | None = None  # the stamp the file holds, if known
 
     @property
     def _dim(self) -> int:
@@ -61,10 +70,16 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
     def _opened(self) -> None:
         self._load()
 
+    async def finalize(self) -> None:
+        if self._db is not None and not self.db.read_only and not self.db.in_transaction:
+            await asyncio.to_thread(self._save)
+        await super().finalize()
+
     async def drop(self) -> dict[str, str]:
         try:
             with self.db.transaction() as conn:
                 conn.execute("DELETE FROM lr_vectors WHERE ns=?", (self.namespace,))
+                self._bump(conn)
             self._load()
             return {"status": "success", "message": "data dropped"}
         except Exception as e:  # the base contract reports, not raises
@@ -72,14 +87,55 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
 
     # -- the in-memory index ---------------------------------------------------------------
 
+    @property
+    def _file(self) -> Path:
+        return self.db.path.parent / f"wikid-vectors-{self.namespace}.npz"
+
+    def _stamp(self, conn: sqlite3.Connection) -> tuple[int, int]:
+        """(write generation, rows) of this namespace: what the saved matrix must match."""
+        try:
+            row = conn.execute(
+                "SELECT gen FROM lr_vector_gen WHERE ns=?", (self.namespace,)
+            ).fetchone()
+        except sqlite3.OperationalError:  # a store an older wikid wrote, opened read-only
+            row = None
+        (count,) = conn.execute(
+            "SELECT count(*) FROM lr_vectors WHERE ns=?", (self.namespace,)
+        ).fetchone()
+        return (int(row[0]) if row else 0, int(count))
+
+    def _bump(self, conn: sqlite3.Connection) -> None:
+        """A new generation, in the write's own transaction. The first one is random, so
+        a store deleted and built again never reaches a stamp an old file holds."""
+        conn.execute(
+            "INSERT INTO lr_vector_gen VALUES (?, abs(random() % 1000000000000)) "
+            "ON CONFLICT(ns) DO UPDATE SET gen = gen + 1",
+            (self.namespace,),
+        )
+
     def _load(self) -> None:
-        self._index = VectorIndex(self._dim)
-        cur = self.db.conn.execute("SELECT id, vec FROM lr_vectors WHERE ns=?", (self.namespace,))
-        while rows := cur.fetchmany(4096):
-            blob = b"".join(r[1] for r in rows)  # one buffer, not a view per row
-            vectors = np.frombuffer(blob, np.float32).reshape(len(rows), -1)
-            self._index.put([r[0] for r in rows], vectors)
+        with self.db.snapshot() as conn:
+            stamp = self._stamp(conn)
+            index = VectorIndex.read(self._file, self._dim, stamp)
+            self._saved = stamp if index is not None else None
+            if index is None:
+                index = VectorIndex(self._dim)
+                cur = conn.execute("SELECT id, vec FROM lr_vectors WHERE ns=?", (self.namespace,))
+                while rows := cur.fetchmany(4096):
+                    blob = b"".join(r[1] for r in rows)  # one buffer, not a view per row
+                    vectors = np.frombuffer(blob, np.float32).reshape(len(rows), -1)
+                    index.put([r[0] for r in rows], vectors)
+        self._index = index
         self._epoch = self.db.epoch()
+
+    def _save(self) -> None:
+        """Write the matrix for the next start, unless the file already holds it."""
+        self._fresh()
+        with self.db.snapshot() as conn:
+            stamp = self._stamp(conn)
+        if stamp != self._saved and stamp[1] == len(self._index):
+            self._index.save(self._file, stamp)
+            self._saved = stamp
 
     def _fresh(self) -> None:
         if self._epoch != self.db.epoch():
@@ -121,6 +177,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
                     for k, v in zip(ids, vectors, strict=True)
                 ),
             )
+            self._bump(conn)
         self._index.put(ids, vectors)
         self._epoch = self.db.epoch()
 
@@ -134,6 +191,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
             conn.executemany(
                 "DELETE FROM lr_vectors WHERE ns=? AND id=?", ((self.namespace, k) for k in ids)
             )
+            self._bump(conn)
         self._index.drop(list(ids))
         self._epoch = self.db.epoch()
 

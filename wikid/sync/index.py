@@ -28,9 +28,10 @@ from wikid.core.graph import Changes, VaultGraph
 from wikid.core.vault import VaultOptions, vault_present
 from wikid.store.cost import CostLedger
 from wikid.store.embed import Embedder, LoadingMiniLM
+from wikid.store.heap import building
 from wikid.store.lock import StoreLock
 from wikid.store.migrate import migrate, needs_migration
-from wikid.store.rag import Store, offline_tokenizer
+from wikid.store.rag import Store, warm
 from wikid.store.relocate import adopt
 from wikid.sync import restart
 from wikid.sync.extract import ExtractionCache, Extractor, Job
@@ -39,6 +40,11 @@ from wikid.sync.search import Hit
 from wikid.sync.sink import BatchReport, Live, Sink
 
 log = structlog.get_logger("wikid.sync.index")
+
+
+def _load_graph(vault: Path, options: VaultOptions | None) -> VaultGraph:
+    with building():
+        return VaultGraph.load(vault, options)
 
 
 class VaultMissing(RuntimeError):
@@ -96,7 +102,7 @@ class Index:
             # The model loads in a thread while the store opens and the parse cache is
             # read (status answers meanwhile); the open ends once it is loaded.
             model = embedder or LoadingMiniLM()
-            await asyncio.to_thread(offline_tokenizer)  # tiktoken's table, kept: 0.2 s
+            await asyncio.to_thread(warm, backend)  # tiktoken, storage modules: 0.4 s
             store = Store(
                 workdir,
                 workspace,
@@ -116,7 +122,7 @@ class Index:
             store.ledger.set_meta({"vault": str(vault.resolve())})
             if isinstance(model, LoadingMiniLM):
                 await asyncio.wrap_future(model.ready)
-            vg = plan.graph if plan else await asyncio.to_thread(VaultGraph.load, vault, options)
+            vg = plan.graph if plan else await asyncio.to_thread(_load_graph, vault, options)
             extractor = None
             if extraction is not None:
                 db = store.ledger.database

@@ -28,6 +28,7 @@ from pathlib import Path
 from wikid.core.graph import GHOST, TAG, VaultGraph
 from wikid.core.note import Note
 from wikid.core.vault import VaultOptions, is_note, snapshot
+from wikid.store.heap import building
 from wikid.store.ledger import FileRow, Ledger
 from wikid.sync.records import Spans
 
@@ -89,6 +90,11 @@ def plan(
         return None, "no parse cache for these options"
     if any(ledger.pending().values()):
         return None, "a batch was left unfinished"
+    with building():
+        return _from_cache(ledger, root, options)
+
+
+def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Restart | None, str]:
     notes: dict[str, Note] = {}
     spans: dict[str, tuple[str, Spans]] = {}
     attachments: set[str] = set()
