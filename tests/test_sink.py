@@ -24,6 +24,7 @@ from storetools import assert_same_store, fresh_export, unique_workspace
 from test_graph_invariant import _apply, bodies, canvas_ops, canvas_paths, canvases, ops, paths
 
 from wikid.config import BACKENDS, DEFAULT_BACKEND
+from wikid.store import rag as rag_module
 from wikid.store.embed import default_embedder
 from wikid.store.export import export_store
 from wikid.store.rag import find_workspaces
@@ -351,6 +352,35 @@ def test_changing_the_embedding_model_re_embeds_everything(
     second, after = asyncio.run(sync(Renamed()))
     assert second["embedded"] == first["embedded"] > 0
     assert after["vectors"] == before["vectors"] and after["vectors"]["chunks"]
+
+
+def test_a_store_of_older_vector_texts_starts_over_and_keeps_its_cached_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store whose entity vectors embed other texts (an older wikid's: here, a
+    three-word opening) is built again on open, equal to a fresh build, and what
+    embeds alike (chunks, relations) comes from the cache: only entities embed again."""
+
+    async def sync(older: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+        idx = await Index.open(EXAMPLE, tmp_path, workspace="texts")
+        try:
+            report = await idx.sync()
+            if older:
+                idx.store.ledger.set_meta({"vector_texts": "1"})
+            return report, await export_store(idx.store)
+        finally:
+            await idx.close()
+
+    with monkeypatch.context() as m:
+        m.setattr(rag_module, "ENTITY_WORDS", 3)
+        first, _ = asyncio.run(sync(older=True))
+    second, after = asyncio.run(sync())
+    assert second["start"] != "parse cache"
+    assert after == asyncio.run(fresh_export(EXAMPLE))
+    entities = len(after["vectors"]["entities"])
+    assert 0 < second["embedded"] <= entities < first["embedded"]
+    third, _ = asyncio.run(sync())
+    assert third["start"] == "parse cache" and third["embedded"] == 0
 
 
 def test_a_full_reconcile_in_many_slices_equals_one_batch(

@@ -243,19 +243,12 @@ class Ledger:
         """The parse cache: path -> (kind, encoded note or None)."""
         return {p: (k, n) for p, k, n in self.db.execute("SELECT path, kind, note FROM files")}
 
-    def wipe(self) -> None:
-        """Forget everything about the store (after a change of embedding model)."""
+    def wipe(self, keep_vectors: bool = False) -> None:
+        """Forget everything about the store (after a change of embedding model); with
+        ``keep_vectors``, all but the cache of vectors by text (the model is the same)."""
+        tables = ["notes", "entities", "relations", "chunks", "docs", "pending", "files"]
         with self._tx():
-            for table in (
-                "notes",
-                "entities",
-                "relations",
-                "chunks",
-                "docs",
-                "vectors",
-                "pending",
-                "files",
-            ):
+            for table in tables if keep_vectors else [*tables, "vectors"]:
                 self.db.execute(f"DELETE FROM {table}")
 
     # vectors

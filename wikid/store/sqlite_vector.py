@@ -199,12 +199,15 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         await self.delete([compute_mdhash_id(entity_name, prefix="ent-")])
 
     async def delete_entity_relation(self, entity_name: str) -> None:
+        await self.delete(await asyncio.to_thread(self._relation_ids, entity_name))
+
+    def _relation_ids(self, entity_name: str) -> list[str]:
         rows = self.db.conn.execute(
             "SELECT id FROM lr_vectors WHERE ns=? AND "
             "(json_extract(data, '$.src_id')=? OR json_extract(data, '$.tgt_id')=?)",
             (self.namespace, entity_name, entity_name),
         ).fetchall()
-        await self.delete([r[0] for r in rows])
+        return [r[0] for r in rows]
 
     # -- reads --------------------------------------------------------------------------
 

@@ -109,6 +109,8 @@ def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Rest
                 attachments.add(path)
     except (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError):
         return None, "the parse cache cannot be read"
+    if not notes and not attachments:  # a store started over (or an empty vault's)
+        return None, "the parse cache is empty"
     if {p: n.digest for p, n in notes.items()} != ledger.digests():
         return None, "the parse cache disagrees with the ledger"
     graph = VaultGraph.from_notes(root, options, notes, attachments)
