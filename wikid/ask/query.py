@@ -233,22 +233,28 @@ async def evidence(
 ) -> dict[str, Any]:
     """The evidence for a question: at most ``budget`` tokens, 0 LLM calls. Without
     ``vectors`` (the store is still embedding) only the graph and BM25 are asked."""
-    # The full-text queries in a worker thread: tens of ms at 13k notes, off the loop.
-    mentioned = await asyncio.to_thread(index.names_in, question)
-    hits = await asyncio.to_thread(index.search, question, BM25_POOL, None, None)
-    high, low, names = keywords(index, question, mentioned)
+    # The full-text queries in worker threads (tens of ms at 13k notes, off the loop);
+    # BM25's runs while LightRAG retrieves, which waits on the model and numpy.
+    searching = asyncio.ensure_future(
+        asyncio.to_thread(index.search, question, BM25_POOL, None, None)
+    )
     calls = index.llm_calls
     vector_items: list[Item] = []
-    if vectors:
-        param = QueryParam(
-            mode=mode,  # type: ignore[arg-type]
-            enable_rerank=False,
-            hl_keywords=high,
-            ll_keywords=low,
-            top_k=POOLS["entity"],
-            chunk_top_k=POOLS["chunk"],
-        )
-        vector_items = await candidates(index, await index.aquery_data(question, param))
+    try:
+        mentioned = await asyncio.to_thread(index.names_in, question)
+        high, low, names = keywords(index, question, mentioned)
+        if vectors:
+            param = QueryParam(
+                mode=mode,  # type: ignore[arg-type]
+                enable_rerank=False,
+                hl_keywords=high,
+                ll_keywords=low,
+                top_k=POOLS["entity"],
+                chunk_top_k=POOLS["chunk"],
+            )
+            vector_items = await candidates(index, await index.aquery_data(question, param))
+    finally:
+        hits = await searching
     # The walk, the pick and the rendering: CPU work over the graph (~100 ms at 13k
     # notes) and model calls for the question's words, in a worker thread so that the
     # loop keeps answering; the graph does not change meanwhile (``graph_still``).

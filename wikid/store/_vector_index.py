@@ -34,7 +34,9 @@ def normalized(m: np.ndarray) -> np.ndarray:
     return out
 
 
-BLOCK = 16384  # rows widened to float32 at a time while scoring
+BLOCK = (
+    4096  # rows widened to float32 at a time while scoring (6 MB: cache-sized; 16k: ~40% slower)
+)
 
 
 def quantized(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -274,13 +274,11 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         return await asyncio.to_thread(self._vectors, ids)
 
     def _vectors(self, ids: list[str]) -> dict[str, list[float]]:
+        found = dict(self._select("id, vec", list(ids)))  # one query per 400 ids
         out: dict[str, list[float]] = {}
         for k in ids:
-            row = self.db.conn.execute(
-                "SELECT vec FROM lr_vectors WHERE ns=? AND id=?", (self.namespace, k)
-            ).fetchone()
-            if row is not None:
-                vec = np.frombuffer(row[0], np.float32)
+            if k in found and k not in out:
+                vec = np.frombuffer(found[k], np.float32)
                 out[k] = vec.astype(np.float16).astype(np.float32).tolist()
         return out
 
