@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -39,3 +40,33 @@ def test_no_monitor_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     assert stalls.threshold_ms() is None
     monkeypatch.setenv("WIKID_STALL_MS", "soon")
     assert stalls.threshold_ms() is None
+
+
+def _holds_the_gil(until: float) -> None:
+    n = 0
+    while time.monotonic() < until:  # pure Python: it runs whenever the loop waits
+        n += 1
+
+
+def test_a_stall_names_the_other_thread_that_ran_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The loop waiting in harmless code is waiting for the GIL: the report names the
+    busy threads beside it (an import, a model load), not only the loop's stack."""
+    monkeypatch.setenv("WIKID_STALL_MS", "100")
+
+    async def main() -> None:
+        monitor = stalls.watch()
+        assert monitor is not None
+        await asyncio.sleep(0.1)
+        busy = threading.Thread(target=_holds_the_gil, args=(time.monotonic() + 0.6,))
+        busy.start()
+        _blocks_the_loop()
+        busy.join()
+        await asyncio.sleep(0.2)
+        monitor.stop()
+
+    with capture_logs() as logs:
+        asyncio.run(main())
+    found = [e for e in logs if e["event"] == "loop stall"]
+    assert found and any("_holds_the_gil" in s for e in found for s in e["others"]), found

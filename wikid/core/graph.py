@@ -98,7 +98,7 @@ class VaultGraph:
     def load(cls, root: Path | str, options: VaultOptions | None = None) -> VaultGraph:
         """A from-scratch build: the reference every incremental state must equal."""
         vg = cls(root, options)
-        vg.update(walk(vg.root, vg.filter, errors=vg.walk_errors))
+        vg._apply(vg.read(walk(vg.root, vg.filter, errors=vg.walk_errors)), False)
         return vg
 
     @classmethod
@@ -112,7 +112,7 @@ class VaultGraph:
         """The graph of notes parsed before (a restart's parse cache), reading no file:
         equal to ``load()`` of a vault holding exactly these notes and attachments."""
         vg = cls(root, options)
-        vg.apply((dict(notes), dict.fromkeys(attachments, True)))
+        vg._apply((dict(notes), dict.fromkeys(attachments, True)), False)
         return vg
 
     @property
@@ -182,6 +182,12 @@ class VaultGraph:
     def apply(self, changes: Changes) -> Delta:
         """Apply what ``read`` found: new versions of notes (None: gone) and attachments
         (False: gone); returns what changed."""
+        return self._apply(changes, True) or Delta()
+
+    def _apply(self, changes: Changes, want_delta: bool) -> Delta | None:
+        """``apply``; without ``want_delta`` no delta is computed, which is only right
+        for a graph built from nothing (``load``, ``from_notes``), where no edge existed
+        before: copying every edge to diff it was ~0.15 s of a 10k-note build."""
         notes_new, attach_new = changes
         for path, note in self._restat.items():
             if path in self.notes and self.notes[path].digest == note.digest:
@@ -190,7 +196,7 @@ class VaultGraph:
             return Delta()
         affected = self._affected(notes_new, attach_new)
         touched = set(notes_new) | set(attach_new)
-        before_edges = self._out_edges(affected, touched)
+        before_edges = self._out_edges(affected, touched) if want_delta else {}
         before_nodes = {n: dict(self.g.nodes[n]) for n in touched if n in self.g}
 
         for s in affected:
@@ -209,6 +215,9 @@ class VaultGraph:
         for n in list(touched):
             if n in self.g and n.startswith((GHOST, TAG)) and not self.g.pred[n]:
                 self.g.remove_node(n)
+        if not want_delta:
+            self._created.clear()
+            return None
 
         seen = set(touched)
         after_edges = self._out_edges(affected, touched)

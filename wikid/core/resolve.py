@@ -32,7 +32,12 @@ def fold(text: str) -> str:
 
 def file_key(path: str) -> str:
     """Name key of a vault file: folded basename, with ``.md`` dropped for notes."""
-    name = fold(path).rsplit("/", 1)[-1]
+    return _name_key(fold(path))
+
+
+def _name_key(folded: str) -> str:
+    """``file_key`` of a path already folded (link resolution folds each target once)."""
+    name = folded.rsplit("/", 1)[-1]
     return name[:-3] if name.endswith(".md") else name
 
 
@@ -53,12 +58,17 @@ class FileIndex:
     def __init__(self) -> None:
         self.by_key: dict[str, set[str]] = {}
         self.aliases: dict[str, set[str]] = {}  # alias key -> notes carrying it
+        # Each file's folded path, folded once: resolution compares it with every
+        # link to the file's name (~100k comparisons building a 10k-note graph).
+        self.folded: dict[str, str] = {}
 
     def add(self, path: str) -> None:
-        self.by_key.setdefault(file_key(path), set()).add(path)
+        folded = self.folded[path] = fold(path)
+        self.by_key.setdefault(_name_key(folded), set()).add(path)
 
     def remove(self, path: str) -> None:
         key = file_key(path)
+        self.folded.pop(path, None)
         paths = self.by_key.get(key)
         if paths is not None:
             paths.discard(path)
@@ -100,7 +110,7 @@ def link_keys(target: str, source: str) -> set[str]:
     folded = _relative(t, source) if _is_relative(t) else fold(t)
     keys = {alias_key(target)}
     if folded is not None:
-        keys |= {file_key(folded + ".md"), file_key(folded)}
+        keys |= {_name_key(folded + ".md"), _name_key(folded)}
     return keys
 
 
@@ -113,28 +123,31 @@ def resolve(index: FileIndex, target: str, source: str) -> Resolution:
         if folded is not None:
             for interp in (folded + ".md", folded):
                 exact = sorted(
-                    p for p in index.by_key.get(file_key(interp), ()) if fold(p) == interp
+                    p for p in index.by_key.get(_name_key(interp), ()) if index.folded[p] == interp
                 )
                 if exact:
                     return Resolution(exact[0], ambiguous=len(exact) > 1)
         return _ghost(index, target)
     folded = fold(t)
     for interp, as_written in ((folded + ".md", t + ".md"), (folded, t)):
-        found = _pick(index.by_key.get(file_key(interp), ()), interp, as_written, source)
-        if found is not None:
-            return found
+        paths = index.by_key.get(_name_key(interp))
+        if paths:
+            found = _pick(index.folded, paths, interp, as_written, source)
+            if found is not None:
+                return found
     return _ghost(index, target)
 
 
 def _pick(
-    paths: set[str] | tuple[()], interp: str, as_written: str, source: str
+    folded: dict[str, str], paths: set[str], interp: str, as_written: str, source: str
 ) -> Resolution | None:
-    candidates = [p for p in paths if fold(p) == interp or fold(p).endswith("/" + interp)]
+    tail = "/" + interp
+    candidates = [p for p in paths if folded[p] == interp or folded[p].endswith(tail)]
     if not candidates:
         return None
     if len(candidates) == 1:
         return Resolution(candidates[0])
-    exact = [p for p in candidates if fold(p) == interp]
+    exact = [p for p in candidates if folded[p] == interp]
     if len(exact) == 1:
         return Resolution(exact[0])
     if exact:

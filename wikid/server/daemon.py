@@ -31,9 +31,11 @@ from wikid.server.notify import more_descriptors, notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
 from wikid.server.status import status_reply
 from wikid.server.watcher import Watcher
+from wikid.store.embed import import_runtime
 from wikid.store.heap import freeze_long_lived
 from wikid.store.llm import LLMError
 from wikid.store.lock import StoreBusy
+from wikid.store.rag import warm
 from wikid.sync.index import Index, VaultMissing
 from wikid.sync.sink import Live
 
@@ -139,6 +141,10 @@ class Daemon:
         ):
             loop.add_signal_handler(sig, handler)
         assert self.cfg.workdir is not None and self.cfg.socket is not None
+        # What would hold the GIL in a worker thread once status must answer: the model
+        # runtime's and the storages' imports, tiktoken's table (~0.4 s, before listening).
+        import_runtime()
+        warm(self.cfg.store)
         server = await protocol.listen(self.cfg.socket, self._dispatch, self.stopping.set)
         try:
             return await self._serve(loop)

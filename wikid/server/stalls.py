@@ -3,7 +3,9 @@
 Why: ``status`` must answer within 100 ms, and a stall shows only as a slow reply
 from outside. This thread samples the loop thread's stack while the loop is late
 and logs the stacks seen most, so a stall names its cause in the daemon's own log
-(``loop stall``: how long, and the innermost wikid and library frames). It is off
+(``loop stall``: how long, and the innermost wikid and library frames; and, as
+``others``, what the other threads ran meanwhile: a loop seen waiting in ``select``
+or in harmless code is waiting for the GIL, and one of those holds it). It is off
 unless ``WIKID_STALL_MS`` is set (a thread waking every few ms costs a laptop's
 battery); the benchmarks set it.
 """
@@ -45,6 +47,22 @@ def _stack(frame: object) -> str:
     return " < ".join(f"{f.name} ({f.filename.rsplit('/', 2)[-1]}:{f.lineno})" for f in inner)
 
 
+# Innermost frames of a thread that waits (a pool worker, a queue, a lock): not the
+# one holding the GIL.
+_IDLE = ("wait", "get", "_worker", "select", "poll", "sleep", "acquire")
+
+
+def _busy_stacks(frames: dict[int, object], skip: set[int]) -> list[str]:
+    out = []
+    for ident, frame in frames.items():
+        if ident in skip or getattr(frame, "f_code", None) is None:
+            continue
+        if frame.f_code.co_name in _IDLE:  # type: ignore[attr-defined]
+            continue
+        out.append(_stack(frame))
+    return out
+
+
 class StallMonitor:
     """``start()`` from the loop thread; ``stop()`` at shutdown."""
 
@@ -75,18 +93,27 @@ class StallMonitor:
     def _watch(self) -> None:
         step = self.limit / 4
         samples: collections.Counter[str] = collections.Counter()
+        others: collections.Counter[str] = collections.Counter()
         stalled_since: float | None = None
+        skip = {self._loop_thread, threading.get_ident()}
         while not self._done.wait(step):
             late = time.monotonic() - self.beat
             if late > self.limit:
                 stalled_since = stalled_since or self.beat
-                frame = sys._current_frames().get(self._loop_thread)
+                frames = sys._current_frames()
+                frame = frames.get(self._loop_thread)
                 if frame is not None:
                     samples[_stack(frame)] += 1
+                others.update(_busy_stacks(frames, skip))  # type: ignore[arg-type]
             elif stalled_since is not None:
-                top = [f"{n}x {s}" for s, n in samples.most_common(3)]
-                log.info("loop stall", ms=round((self.beat - stalled_since) * 1000), top=top)
+                log.info(
+                    "loop stall",
+                    ms=round((self.beat - stalled_since) * 1000),
+                    top=[f"{n}x {s}" for s, n in samples.most_common(3)],
+                    others=[f"{n}x {s}" for s, n in others.most_common(3)],
+                )
                 samples.clear()
+                others.clear()
                 stalled_since = None
 
 
