@@ -226,10 +226,11 @@ def test_a_failing_llm_leaves_the_structure_alone_and_is_retried(tmp_path: Path)
             assert d.call("links", note="Acme.md")["links"]
             assert status["cost"]["calls"] == 0  # a failed call costs nothing
             llm.fail = False
-            status = d.wait_for(
+            status = d.wait_for(  # cost totals are recounted after each write: wait
                 lambda s: (
                     s["extraction"]["failed_chunks"] == 0
                     and s["extraction"]["extracted_chunks"] > 0
+                    and s["cost"]["calls"] == s["extraction"]["calls"]
                 )
             )
             ev = d.call("query", text="Who founded Acme Labs?")

@@ -27,7 +27,7 @@ from lightrag.base import BaseGraphStorage
 from lightrag.types import KnowledgeGraph, KnowledgeGraphEdge, KnowledgeGraphNode
 from lightrag.utils import validate_workspace
 
-from wikid.store._sqlite import in_batches
+from wikid.store._sqlite import IN_BATCH, in_batches
 from wikid.store.sqlite_backend import Connected
 
 
@@ -174,11 +174,22 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
         return await asyncio.to_thread(self._edges, pairs)
 
     def _edges(self, pairs: list[dict[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        """One query per 200 pairs (a row-value IN list), not one per pair."""
+        ends = list(dict.fromkeys(_ends(p["src"], p["tgt"]) for p in pairs))
+        found: dict[tuple[str, str], str] = {}
+        for i in range(0, len(ends), IN_BATCH // 2):
+            part = ends[i : i + IN_BATCH // 2]
+            marks = ",".join("(?, ?)" for _ in part)
+            for a, b, data in self._q(
+                f"SELECT a, b, data FROM lr_edges WHERE ns=? AND (a, b) IN (VALUES {marks})",
+                *(x for pair in part for x in pair),
+            ):
+                found[(a, b)] = data
         out: dict[tuple[str, str], dict[str, Any]] = {}
         for p in pairs:
-            edge = self._edge(p["src"], p["tgt"])
-            if edge is not None:
-                out[(p["src"], p["tgt"])] = edge
+            data = found.get(_ends(p["src"], p["tgt"]))
+            if data is not None:
+                out[(p["src"], p["tgt"])] = json.loads(data)
         return out
 
     async def edge_degree(self, src_id: str, tgt_id: str) -> int:
