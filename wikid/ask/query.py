@@ -234,7 +234,9 @@ async def evidence(
     """The evidence for a question: at most ``budget`` tokens, 0 LLM calls. Without
     ``vectors`` (the store is still embedding) only the graph and BM25 are asked."""
     # The full-text queries in worker threads (tens of ms at 13k notes, off the loop);
-    # BM25's runs while LightRAG retrieves, which waits on the model and numpy.
+    # BM25's runs while LightRAG retrieves, which waits on the model and numpy. (On
+    # connections of their own they would not take turns with LightRAG's reads, but
+    # read-only connections beside the writer met SQLITE_BUSY waits of up to 10 s.)
     searching = asyncio.ensure_future(
         asyncio.to_thread(index.search, question, BM25_POOL, None, None)
     )

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import queue
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -43,9 +42,11 @@ class Database:
     def __init__(self, path: Path, read_only: bool = False) -> None:
         self.path = path
         self.read_only = read_only
-        self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         if read_only:  # a reader beside the daemon: SQLite itself refuses every write
-            self.conn = self._read_only()
+            uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+            self.conn = sqlite3.connect(
+                uri, uri=True, isolation_level=None, check_same_thread=False
+            )
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
@@ -55,32 +56,6 @@ class Database:
         self.users = 0
         self.rollbacks = 0  # in-memory caches over the file reload after one
         self._depth = 0
-
-    def _read_only(self) -> sqlite3.Connection:
-        uri = f"file:{quote(str(self.path.resolve()))}?mode=ro"
-        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=10000")
-        return conn
-
-    @contextmanager
-    def reading(self) -> Iterator[sqlite3.Connection]:
-        """A connection for reads that may run beside the others (a question's full-text
-        queries): one of a pool, each its own SQLite connection, so two readers, or a
-        reader and the writer, run at once (the sqlite3 module lets go of the GIL while
-        SQLite works); on one shared connection they took turns (~35 ms of a 200 ms
-        query at 10k notes). It sees what is committed. Inside a transaction of this
-        process: the shared connection, which sees the transaction's writes too."""
-        if self._depth:
-            yield self.conn
-            return
-        try:
-            conn = self._readers.get_nowait()
-        except queue.Empty:
-            conn = self._read_only()
-        try:
-            yield conn
-        finally:
-            self._readers.put(conn)
 
     @classmethod
     def open(cls, path: Path, read_only: bool = False) -> Database:
@@ -99,8 +74,6 @@ class Database:
             self.users -= 1
             if self.users <= 0:
                 _open.pop(str(self.path.resolve()), None)
-                while not self._readers.empty():
-                    self._readers.get_nowait().close()
                 self.conn.close()
 
     @property

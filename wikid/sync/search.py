@@ -144,11 +144,9 @@ class SearchIndex:
             args.append(_like_prefix(folder.strip("/") + "/"))
         sql += " ORDER BY bm25(fts_notes, " + WEIGHTS + ") LIMIT ?"
         args.append(k * 4 if tag else k)
-        with self.db.reading() as conn:
-            rows = conn.execute(sql, args).fetchall()
         hits = [
             Hit(path, title, snippet, -score, json.loads(meta))
-            for path, title, snippet, score, meta in rows
+            for path, title, snippet, score, meta in self.db.conn.execute(sql, args)
         ]
         if tag:
             want = tag.lstrip("#").lower()
@@ -175,11 +173,10 @@ class SearchIndex:
                 for a in asked
             )
 
-        with self.db.reading() as conn:
-            rows = conn.execute(
-                "SELECT name, path FROM fts_names WHERE fts_names MATCH ? ORDER BY rank LIMIT 200",
-                (expr,),
-            ).fetchall()
+        rows = self.db.conn.execute(
+            "SELECT name, path FROM fts_names WHERE fts_names MATCH ? ORDER BY rank LIMIT 200",
+            (expr,),
+        ).fetchall()
         out: list[tuple[str, str]] = []
         for name, path in rows:
             words = {w.lower() for w in _TOKEN.findall(name)}
