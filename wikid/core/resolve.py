@@ -67,8 +67,7 @@ class FileIndex:
         self.by_key.setdefault(_name_key(folded), set()).add(path)
 
     def remove(self, path: str) -> None:
-        key = file_key(path)
-        self.folded.pop(path, None)
+        key = _name_key(self.folded.pop(path, "") or fold(path))
         paths = self.by_key.get(key)
         if paths is not None:
             paths.discard(path)

@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import traceback
+from types import FrameType
 
 import structlog
 
@@ -35,14 +36,10 @@ def threshold_ms() -> float | None:
     return ms if ms > 0 else None
 
 
-def _stack(frame: object) -> str:
+def _stack(frame: FrameType) -> str:
     """The innermost frames, importlib's left out: an import shows as the line that
     imports."""
-    frames = [
-        f
-        for f in traceback.extract_stack(frame)  # type: ignore[arg-type]
-        if not f.filename.startswith("<frozen")
-    ]
+    frames = [f for f in traceback.extract_stack(frame) if not f.filename.startswith("<frozen")]
     inner = frames[-DEPTH:][::-1]
     return " < ".join(f"{f.name} ({f.filename.rsplit('/', 2)[-1]}:{f.lineno})" for f in inner)
 
@@ -52,15 +49,12 @@ def _stack(frame: object) -> str:
 _IDLE = ("wait", "get", "_worker", "select", "poll", "sleep", "acquire")
 
 
-def _busy_stacks(frames: dict[int, object], skip: set[int]) -> list[str]:
-    out = []
-    for ident, frame in frames.items():
-        if ident in skip or getattr(frame, "f_code", None) is None:
-            continue
-        if frame.f_code.co_name in _IDLE:  # type: ignore[attr-defined]
-            continue
-        out.append(_stack(frame))
-    return out
+def _busy_stacks(frames: dict[int, FrameType], skip: set[int]) -> list[str]:
+    return [
+        _stack(frame)
+        for ident, frame in frames.items()
+        if ident not in skip and frame.f_code.co_name not in _IDLE
+    ]
 
 
 class StallMonitor:
@@ -104,7 +98,7 @@ class StallMonitor:
                 frame = frames.get(self._loop_thread)
                 if frame is not None:
                     samples[_stack(frame)] += 1
-                others.update(_busy_stacks(frames, skip))  # type: ignore[arg-type]
+                others.update(_busy_stacks(frames, skip))
             elif stalled_since is not None:
                 log.info(
                     "loop stall",

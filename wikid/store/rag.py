@@ -104,9 +104,11 @@ def offline_tokenizer() -> Tokenizer:
 
 
 def warm(backend: str) -> None:
-    """Load, in the calling (worker) thread, what opening a store would otherwise load
-    on the event loop: tiktoken's table (0.2 s) and the backend's storage modules,
-    which LightRAG imports in its constructor (a 0.15-0.23 s stall measured)."""
+    """Load, in the calling thread, what opening a store would otherwise load on the
+    event loop: tiktoken's table (0.2 s) and the backend's storage modules, which
+    LightRAG imports in its constructor (a 0.15-0.23 s stall measured). The daemon
+    calls it before it listens; ``Index.open`` again, in a worker thread, for every
+    other caller (a second call finds both loaded)."""
     from lightrag import kg
 
     offline_tokenizer()
