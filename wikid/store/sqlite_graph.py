@@ -174,15 +174,19 @@ class SQLiteGraphStorage(Connected, BaseGraphStorage):  # type: ignore[misc]
         return await asyncio.to_thread(self._edges, pairs)
 
     def _edges(self, pairs: list[dict[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
-        """One query per 200 pairs (a row-value IN list), not one per pair."""
+        """One query per 200 pairs, not one per pair. The pairs are a table joined on
+        the primary key: as a row-value ``(a, b) IN (VALUES ...)`` SQLite's planner
+        scanned the namespace's every edge instead (25 ms for 16 pairs at 10k notes;
+        the join: 0.14 ms)."""
         ends = list(dict.fromkeys(_ends(p["src"], p["tgt"]) for p in pairs))
         found: dict[tuple[str, str], str] = {}
         for i in range(0, len(ends), IN_BATCH // 2):
             part = ends[i : i + IN_BATCH // 2]
             marks = ",".join("(?, ?)" for _ in part)
-            for a, b, data in self._q(
-                f"SELECT a, b, data FROM lr_edges WHERE ns=? AND (a, b) IN (VALUES {marks})",
-                *(x for pair in part for x in pair),
+            for a, b, data in self.db.conn.execute(
+                f"WITH p(a, b) AS (VALUES {marks}) SELECT e.a, e.b, e.data FROM p "
+                "JOIN lr_edges e ON e.ns=? AND e.a=p.a AND e.b=p.b",
+                (*(x for pair in part for x in pair), self.namespace),
             ):
                 found[(a, b)] = data
         out: dict[tuple[str, str], dict[str, Any]] = {}
