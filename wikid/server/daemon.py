@@ -184,7 +184,10 @@ class Daemon:
         )
         self.watcher.start(loop)  # before the initial sync, so no change during it is missed
         self._phase("initial sync")
-        self._snapshot = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
+        seen = self.index.seen  # a restart's stat of the vault, or a walk now
+        if seen is None:
+            seen = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
+        self._snapshot = seen
         async with self._batch_lock:  # queries wait for it (see _consistent)
             self.busy = True
             self.index.let_in(Live(self._live_due, self._live_batch))

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from wikid.core.graph import GHOST, TAG, VaultGraph
 from wikid.core.note import Note
-from wikid.core.vault import VaultOptions, is_note, snapshot
+from wikid.core.vault import Snapshot, VaultOptions, is_note, snapshot
 from wikid.store.heap import building
 from wikid.store.ledger import FileRow, Ledger
 from wikid.sync.records import Spans
@@ -77,6 +77,7 @@ class Restart:
     graph: VaultGraph
     changed: set[str]
     spans: dict[str, tuple[str, Spans]]  # path -> (digest, chunk spans)
+    seen: Snapshot  # the vault's stat that ``changed`` was computed from
 
 
 def plan(
@@ -123,4 +124,4 @@ def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Rest
                 changed.add(path)
         elif path not in attachments:
             changed.add(path)
-    return Restart(graph, changed, spans), "parse cache"
+    return Restart(graph, changed, spans, now), "parse cache"
