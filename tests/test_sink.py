@@ -407,3 +407,20 @@ def test_a_full_reconcile_in_many_slices_equals_one_batch(
             await idx.close()
 
     assert_same_store(asyncio.run(run()), asyncio.run(fresh_export(vault)))
+
+
+@given(
+    st.sets(st.tuples(st.text(max_size=3), st.text(max_size=3)), max_size=60),
+    st.integers(1, 8),
+)
+@settings(max_examples=200, deadline=None)
+def test_keys_sorted_in_pieces_are_sorted(keys: set[tuple[str, str]], piece: int) -> None:
+    """The reconcile's keys are sorted in pieces (so no single C call holds the GIL):
+    the merge must give exactly ``sorted()``, across piece boundaries too."""
+    from wikid.sync import sink
+
+    before, sink._SORT_PIECE = sink._SORT_PIECE, piece
+    try:
+        assert sink._sorted(keys) == sorted(keys)
+    finally:
+        sink._SORT_PIECE = before
