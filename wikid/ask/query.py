@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lightrag import QueryParam
@@ -260,29 +261,35 @@ async def evidence(
     # The walk, the pick and the rendering: CPU work over the graph (~100 ms at 13k
     # notes) and model calls for the question's words, in a worker thread so that the
     # loop keeps answering; the graph does not change meanwhile (``graph_still``).
+    asked = Asked(question, mode, budget, explain, vectors, {"high": high, "low": low}, calls)
     async with index.graph_still:
-        out = await asyncio.to_thread(
-            _assemble, index, question, mode, budget, explain, vectors, hits, vector_items, names
-        )
-    out["keywords"] = {"high": high, "low": low}
-    out["llm_calls"] = index.llm_calls - calls
-    return out
+        return await asyncio.to_thread(_assemble, index, asked, hits, vector_items, names)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A question as ``evidence`` was asked it, and what it found out before the pick."""
+
+    question: str
+    mode: str
+    budget: int
+    explain: bool
+    vectors: bool  # False: the store is still embedding, only the graph and BM25 asked
+    keywords: dict[str, list[str]]
+    calls_before: int  # the index's LLM call count when the question came in
 
 
 def _assemble(
     index: Index,
-    question: str,
-    mode: str,
-    budget: int,
-    explain: bool,
-    vectors: bool,
+    asked: Asked,
     hits: list[Hit],
     vector_items: list[Item],
     names: list[tuple[str, str]],
 ) -> dict[str, Any]:
+    question, explain = asked.question, asked.explain
     pool, ranking, seeded = _pool(index, question, names, vector_items, hits)
     aspects = aspects_of(question, [n for n, _ in names], [p for _, p in names])
-    chosen, used, stopped = select(pool, aspects, budget, index.count_tokens)
+    chosen, used, stopped = select(pool, aspects, asked.budget, index.count_tokens)
     by_kind: dict[str, list[dict[str, Any]]] = {"entities": [], "relations": [], "chunks": []}
     for item in chosen:
         kind = {"entity": "entities", "relation": "relations", "chunk": "chunks"}[item.kind]
@@ -290,23 +297,23 @@ def _assemble(
     uncovered = aspects - {a for it in chosen for a in it.aspects}
     out = {
         "question": question,
-        "mode": mode,
-        "keywords": {},
-        "budget": budget,
+        "mode": asked.mode,
+        "keywords": asked.keywords,
+        "budget": asked.budget,
         "tokens": used,
         **by_kind,
         "notes": list(dict.fromkeys(it.path for it in chosen if it.path)),
         "uncovered": sorted(uncovered),
         "candidates": len(pool),
         "stopped": {"rule": stopped, "why": STOP_RULES[stopped]},
-        "llm_calls": 0,
+        "llm_calls": index.llm_calls - asked.calls_before,
     }
     if explain:
         fused = sorted(ranking.values(), key=lambda r: r.rank)[:EXPLAIN_TOP]
         out["explain"] = {
             "named": seeded,
             "fused": [{"path": r.path, "rank": r.rank, "by": r.sources} for r in fused],
-            "retrievers": ["graph", "named", "bm25"] + (["vector"] if vectors else []),
+            "retrievers": ["graph", "named", "bm25"] + (["vector"] if asked.vectors else []),
         }
     return out
 
