@@ -83,6 +83,35 @@ def test_a_restart_reads_only_the_files_that_changed(tmp_path: Path) -> None:
     assert again["start"] == "parse cache" and again["read"] == 0
 
 
+def test_the_first_stat_after_a_restart_is_the_one_it_compared_with_the_cache(
+    tmp_path: Path,
+) -> None:
+    """The daemon's first reconciliation snapshot is the restart's own stat, not a
+    second walk: a file changed after the restart looked (before the watcher runs)
+    differs from it, so the next reconciliation finds the change. Later calls walk."""
+    from wikid.core.vault import changed, snapshot
+
+    vault, wd, ws = tmp_path / "vault", tmp_path / "wd", unique_workspace("stat")
+    for i in range(5):
+        write(vault, f"n{i}.md", f"# Note {i}\nSee [[n{(i + 1) % 5}]].\n")
+    age(vault)
+    asyncio.run(_open_sync(vault, wd, ws))
+
+    async def restart() -> tuple[set[str], set[str]]:
+        idx = await Index.open(vault, wd, workspace=ws)
+        try:
+            write(vault, "n2.md", "# Note 2\nChanged after the restart's stat.\n")
+            first = await idx.stat()
+            now = snapshot(vault, idx.graph.filter)
+            return changed(first, now), changed(await idx.stat(), now)
+        finally:
+            await idx.close()
+
+    first_diff, later_diff = asyncio.run(restart())
+    assert first_diff == {"n2.md"}
+    assert later_diff == set()
+
+
 def test_a_restart_chunks_only_the_notes_that_changed(tmp_path: Path) -> None:
     """The records around a changed note (its tag's, its hub's, its neighbours') take the
     unchanged notes' chunk spans from the parse cache: nothing else is chunked again."""

@@ -63,10 +63,10 @@ class Index:
     # with (None: the first sync is a full reconcile), and why.
     startup: set[str] | None = None
     startup_reason: str = "full"
-    # The vault's stat the restart compared with the cache (None after a full load): the
-    # daemon's first reconciliation snapshot, so it does not walk the vault again (0.3 s
-    # at 10k notes), and a change between that stat and the watcher's start is a
-    # difference the next reconciliation finds.
+    # The vault's stat the restart compared with the cache (None after a full load, and
+    # once ``stat()`` handed it over): the daemon's first reconciliation snapshot, so it
+    # does not walk the vault again (0.3 s at 10k notes), and a change between that
+    # stat and the watcher's start is a difference the next reconciliation finds.
     seen: Snapshot | None = None
     lock: StoreLock | None = None  # this process is the store's one writer
     # Held while the graph changes, and by a query while it walks the graph in a worker
@@ -149,10 +149,12 @@ class Index:
         return Index(self.vault, vg, self.store, sink, self.extractor, lock=self.lock)
 
     async def stat(self) -> Snapshot:
-        """The vault's stat: the one a restart compared with the parse cache (``seen``),
-        else a walk now (in a worker thread)."""
-        if self.seen is not None:
-            return self.seen
+        """The vault's stat: the first call gets the one a restart compared with the
+        parse cache (``seen``, then let go: later it would be stale, and it is ~1 MB
+        per 5k files), every other call walks the vault now (in a worker thread)."""
+        seen, self.seen = self.seen, None
+        if seen is not None:
+            return seen
         return await asyncio.to_thread(snapshot, self.vault, self.vg.filter)
 
     async def extract(self, limit: int | None = None) -> dict[str, Any]:
