@@ -118,3 +118,55 @@ def test_store_relations_name_the_property_and_both_notes(
     data = loop.run_until_complete(idx.aquery_data("Which books did Mara Quill write?", param))
     texts = [r.get("description", "") for r in data["data"]["relationships"]]
     assert any("—author→ Mara Quill" in t for t in texts), texts[:5]
+
+
+def test_retrieval_beside_lightrag_keeps_its_entities_and_relations_in_order(
+    typed: tuple[Index, asyncio.AbstractEventLoop],
+) -> None:
+    """``Index.retrieve`` (store.retrieve) asks the storages what ``aquery_data`` asks,
+    cut to the pools: in every mode its entities and relations are ``aquery_data``'s
+    first ones in the same order; each chunk is the question's vector hit or a chunk
+    that a retrieved entity or relation cites, with the store's text."""
+    from lightrag import QueryParam
+
+    from wikid.ask.evidence import POOLS
+    from wikid.ask.query import keywords
+    from wikid.store.ids import split_sources
+
+    idx, loop = typed
+    questions = [q["question"] for q in recall.questions("typed")][:12]
+    compared = 0
+    for mode in ("local", "global", "hybrid", "mix", "naive"):
+        for q in questions:
+            high, low, _ = keywords(idx, q)
+            param = QueryParam(
+                mode=mode,  # type: ignore[arg-type]
+                enable_rerank=False,
+                hl_keywords=high,
+                ll_keywords=low,
+                top_k=POOLS["entity"],
+                chunk_top_k=POOLS["chunk"],
+            )
+            stock = loop.run_until_complete(idx.aquery_data(q, param)).get("data") or {}
+            ours = loop.run_until_complete(idx.retrieve(q, high, low, mode, POOLS))
+            want_e = [e["entity_name"] for e in stock.get("entities", [])][: POOLS["entity"]]
+            want_r = [
+                tuple(sorted((r["src_id"], r["tgt_id"]))) for r in stock.get("relationships", [])
+            ][: POOLS["relation"]]
+            assert [e["entity_name"] for e in ours["entities"]] == want_e, (mode, q)
+            got_r = [tuple(sorted((r["src_id"], r["tgt_id"]))) for r in ours["relationships"]]
+            assert got_r == want_r, (mode, q)
+            cited = {
+                c
+                for r in ours["entities"] + ours["relationships"]
+                for c in split_sources(r.get("source_id"))
+            }
+            hits = {c["chunk_id"] for c in stock.get("chunks", [])} if mode == "naive" else set()
+            assert len(ours["chunks"]) <= POOLS["chunk"]
+            rows = loop.run_until_complete(idx.chunk_rows([c["chunk_id"] for c in ours["chunks"]]))
+            for chunk, row in zip(ours["chunks"], rows, strict=True):
+                assert row is not None and row["content"] == chunk["content"]
+                if mode != "mix":
+                    assert chunk["chunk_id"] in cited | hits, (mode, q)
+            compared += bool(want_e or want_r)
+    assert compared >= 30  # the questions found something to compare

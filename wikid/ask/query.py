@@ -6,8 +6,10 @@ Three steps, each replaceable:
    name an entity answers to (titles, aliases, tags) in the FTS5 name index,
    so a mention of a note becomes that note's entity name; its content words
    and their pairs (a stand-in for noun phrases) complete the list.
-2. ``aquery_data`` with those keywords: candidate pools of 16 entities, 16
-   relations and 8 chunks, plus 4 supporting chunks cited by the candidates.
+2. the store's vector retrieval with those keywords (``Index.retrieve``: what
+   LightRAG's ``aquery_data`` would rank first, at a third of its cost): candidate
+   pools of 16 entities, 16 relations and 8 chunks, plus 4 supporting chunks cited by
+   the candidates.
 3. ``evidence.select``: coverage per token under the budget.
 
 Every item comes back with the note path, heading and line to open.
@@ -133,7 +135,8 @@ def _chunk_item(chunk_id: str, row: dict[str, Any], rank: int) -> Item:
 
 
 async def candidates(index: Index, result: dict[str, Any]) -> list[Item]:
-    """LightRAG's answer as evidence items, in its own order, plus supporting chunks."""
+    """The retrieved records and chunks (``aquery_data``'s shape) as evidence items, in
+    their own order, plus supporting chunks."""
     items = _items(result.get("data") or {}, POOLS)
     chunk_ids = {it.key for it in items if it.kind == "chunk"}
     cited = Counter(s for it in items if it.kind != "chunk" for s in it.extra["sources"])
@@ -235,11 +238,11 @@ async def evidence(
     """The evidence for a question: at most ``budget`` tokens, 0 LLM calls. Without
     ``vectors`` (the store is still embedding) only the graph and BM25 are asked."""
     # The full-text queries in worker threads (tens of ms at 13k notes, off the loop);
-    # BM25's runs while LightRAG retrieves, which waits on the model and numpy. (On
+    # BM25's runs while the store retrieves, which waits on the model and numpy. (On
     # connections of their own they would not take turns with LightRAG's reads, but
     # read-only connections beside the writer met SQLITE_BUSY waits of up to 10 s.)
     searching = asyncio.ensure_future(
-        asyncio.to_thread(index.search, question, BM25_POOL, None, None)
+        asyncio.to_thread(index.search, question, BM25_POOL, None, None, True)
     )
     calls = index.llm_calls
     vector_items: list[Item] = []
@@ -247,15 +250,8 @@ async def evidence(
         mentioned = await asyncio.to_thread(index.names_in, question)
         high, low, names = keywords(index, question, mentioned)
         if vectors:
-            param = QueryParam(
-                mode=mode,  # type: ignore[arg-type]
-                enable_rerank=False,
-                hl_keywords=high,
-                ll_keywords=low,
-                top_k=POOLS["entity"],
-                chunk_top_k=POOLS["chunk"],
-            )
-            vector_items = await candidates(index, await index.aquery_data(question, param))
+            data = await index.retrieve(question, high, low, mode, POOLS)
+            vector_items = await candidates(index, {"data": data})
     finally:
         hits = await searching
     # The walk, the pick and the rendering: CPU work over the graph (~100 ms at 13k

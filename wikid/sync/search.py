@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from wikid.core.graph import TAG, VaultGraph
 from wikid.core.note import Note
+from wikid.core.resolve import alias_key, fold
 from wikid.core.words import STOP
 from wikid.store._sqlite import Database
 
@@ -39,6 +42,15 @@ NAMES = 4096
 WEIGHTS = "0, 10.0, 6.0, 3.0, 4.0, 1.0, 0"
 SNIPPET_TOKENS = 24  # words per snippet; k snippets of this size stay near 500 tokens
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+# FTS5 ranks every row a word matches (no top-k pruning): a word in 13k notes costs
+# ~40 ms a query at 13k notes, measured, whatever the LIMIT. So the question's words are
+# counted first (fts5vocab: an index lookup) and the too common ones left out:
+# - a query's BM25 leaves out a word in over half the notes (and at least COMMON_NOTES):
+#   FTS5 clamps such a word's idf to ~0, so it ranks nothing, like a stop word;
+# - ``names_in`` ranks only the words in at most COMMON_NAMES names; a name made of
+#   common words alone is then found by its exact text (``Index.names_in``).
+COMMON_NOTES = 500
+COMMON_NAMES = 256
 
 
 @dataclass(frozen=True)
@@ -50,13 +62,25 @@ class Hit:
     meta: dict[str, Any]
 
 
-def _match_expr(text: str) -> str | None:
-    """Any of the words, each quoted (FTS5 syntax never leaks in from user text). Stop
-    words are left out unless there is nothing else: "what" and "does" would match
-    nearly every note, costing time and ranking nothing."""
+def _words(text: str) -> list[str]:
+    """The words to match, lowercased, once each. Stop words are left out unless there
+    is nothing else: "what" and "does" would match nearly every note, costing time and
+    ranking nothing."""
     words = [w.lower() for w in _TOKEN.findall(text) if len(w) > 1 or w.isdigit()]
-    content = [w for w in words if w not in STOP] or words
-    return " OR ".join(f'"{w}"' for w in dict.fromkeys(content)) or None
+    return list(dict.fromkeys([w for w in words if w not in STOP] or words))
+
+
+def _match_expr(text: str | list[str]) -> str | None:
+    """Any of the words, each quoted (FTS5 syntax never leaks in from user text)."""
+    words = _words(text) if isinstance(text, str) else text
+    return " OR ".join(f'"{w}"' for w in words) or None
+
+
+def _stems(word: str) -> list[str]:
+    """What the porter tokenizer may have indexed ``word`` as, longest first: it only
+    cuts a suffix (at most ~4 letters) or turns a final y into i."""
+    out = [word[:i] for i in range(len(word), max(len(word) - 5, 2), -1)] or [word]
+    return [word[:-1] + "i", *out] if word.endswith("y") else out
 
 
 class SearchIndex:
@@ -64,6 +88,15 @@ class SearchIndex:
         self.db = db
         db.conn.executescript(SCHEMA)
         c = db.conn
+        try:  # per connection (temp): an index lookup of how many rows hold a term
+            for table in ("fts_notes", "fts_names"):
+                c.execute(
+                    f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_rows "
+                    f"USING fts5vocab(main, {table}, 'row')"
+                )
+            self._counted = True
+        except sqlite3.Error:  # no fts5vocab in this SQLite: every word is matched
+            self._counted = False
         if (
             c.execute("SELECT 1 FROM fts_notes LIMIT 1").fetchone()
             and not c.execute("SELECT 1 FROM fts_ids LIMIT 1").fetchone()
@@ -125,13 +158,42 @@ class SearchIndex:
             conn.execute("INSERT INTO fts_notes(fts_notes) VALUES('optimize')")
             conn.execute("INSERT INTO fts_names(fts_names) VALUES('optimize')")
 
+    def rows_with(self, table: str, words: list[str]) -> dict[str, int]:
+        """How many rows of ``table`` hold each word (0 if none; by its longest stem
+        the vocabulary knows, so ``notes`` counts the rows of ``note``)."""
+        if not self._counted or not words:
+            return dict.fromkeys(words, 0)
+        stems = {w: _stems(w) for w in words}
+        wanted = sorted({t for ts in stems.values() for t in ts})
+        found = dict(
+            self.db.conn.execute(
+                f"SELECT term, doc FROM temp.{table}_rows WHERE term IN "
+                f"({','.join('?' * len(wanted))})",
+                wanted,
+            ).fetchall()
+        )
+        return {w: next((found[t] for t in ts if t in found), 0) for w, ts in stems.items()}
+
     def indexed(self) -> set[str]:
         return {r[0] for r in self.db.conn.execute("SELECT path FROM fts_ids")}
 
     def search(
-        self, text: str, k: int = 8, folder: str | None = None, tag: str | None = None
+        self,
+        text: str,
+        k: int = 8,
+        folder: str | None = None,
+        tag: str | None = None,
+        rare_only: bool = False,
     ) -> list[Hit]:
-        expr = _match_expr(text)
+        """BM25's top ``k`` notes. ``rare_only`` (a query's retriever, not a person's
+        search): words in over half the notes are left out, and with nothing left, so
+        is the search."""
+        words = _words(text)
+        if rare_only:
+            (notes,) = self.db.conn.execute("SELECT count(*) FROM fts_ids").fetchone()
+            common = max(COMMON_NOTES, notes // 2)
+            words = [w for w, n in self.rows_with("fts_notes", words).items() if n <= common]
+        expr = _match_expr(words)
         if expr is None:
             return []
         sql = (
@@ -159,12 +221,15 @@ class SearchIndex:
             ]
         return hits[:k]
 
-    def names_in(self, question: str, limit: int = 12) -> list[tuple[str, str]]:
+    def names_in(self, question: str, limit: int = 12) -> tuple[list[tuple[str, str]], set[str]]:
         """(name, note path) for names whose every word occurs in the question, best
-        first: what the question mentions by name."""
-        expr = _match_expr(question)
+        first: what the question mentions by name; and the question's words too common
+        among the names to be looked for here (the caller looks their names up exactly)."""
+        counts = self.rows_with("fts_names", _words(question))
+        common = {w for w, n in counts.items() if n > COMMON_NAMES}
+        expr = _match_expr([w for w in counts if w not in common])
         if expr is None:
-            return []
+            return [], common
         asked = {w.lower() for w in _TOKEN.findall(question)}
 
         def said(word: str) -> bool:  # "sort" names "Sorting": a shared stem of 4+ letters
@@ -183,8 +248,39 @@ class SearchIndex:
             if words and all(said(w) for w in words) and (name, path) not in out:
                 out.append((name, path))
         out.sort(key=lambda np_: -len(_TOKEN.findall(np_[0])))  # longer names first
-        return out[:limit]
+        return out[:limit], common
 
 
 def _like_prefix(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def exact_names(vg: VaultGraph, question: str, common: set[str]) -> list[tuple[str, str]]:
+    """(name, note path) for each run of up to four of the question's ``common`` words
+    that is exactly a note's title or alias or a tag (a final "s" may be a plural):
+    the names ``names_in`` leaves out, found without ranking their thousands of rows."""
+    if not common:
+        return []
+    words = [w.lower() for w in _TOKEN.findall(question)]
+    out: list[tuple[str, str]] = []
+    for i in range(len(words)):
+        for j in range(i + 1, min(i + 4, len(words)) + 1):
+            run = words[i:j]
+            if not all(w in common for w in run):
+                break
+            text = " ".join(run)
+            for name in dict.fromkeys([text, text[:-1] if text.endswith("s") else text]):
+                out += _named(vg, name)
+    return list(dict.fromkeys(out))
+
+
+def _named(vg: VaultGraph, name: str) -> list[tuple[str, str]]:
+    idx = vg.index
+    notes = sorted(p for p in idx.by_key.get(fold(name), ()) if p in vg.notes)
+    out = [(vg.notes[p].title, p) for p in notes]
+    out += [(name, p) for p in sorted(idx.aliases.get(alias_key(name), ()))]
+    tag = TAG + name
+    if tag in vg.g:
+        tagged = sorted(u for u, _ in vg.g.in_edges(tag) if u in vg.notes)
+        out += [(f"#{name}", tagged[0])] if tagged else []
+    return out
