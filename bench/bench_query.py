@@ -10,7 +10,10 @@ Run by hand: ``.venv/bin/python bench/bench_query.py [--sizes 13000] [--queries 
 - generated vaults: the store is built with a hash embedder (an index of 20k notes with
   the real model would take ~40 min here), then the real MiniLM model is put back for the
   queries, so each query pays the real embedding cost of its question and keywords.
-Latency = ``query.evidence``: keywords, LightRAG aquery_data (mix), budgeted selection.
+Latency = ``query.evidence``: keywords, the store's retrieval (``store.retrieve``, mix),
+BM25, the walk and the budgeted selection. Hash vectors are nearly orthogonal to every
+question, so few pass LightRAG's cosine threshold: the generated rows understate the
+graph reads a real store's hits cost (``bench_scale`` queries a real store).
 """
 
 from __future__ import annotations

@@ -129,6 +129,8 @@ def print_stalls(name: str, log: Path, worst: int = 8) -> None:
         print(f"  {e['ms']} ms at {e['timestamp']}")
         for top in e["top"]:
             print(f"    {top}")
+        for other in e.get("others", []):  # what the other threads ran meanwhile
+            print(f"    beside it: {other}")
 
 
 def one(name: str, vault: Path, tmp: Path, edits: int, nq: int) -> list[tuple[str, str]]:

@@ -244,14 +244,18 @@ class Store:
         if self.read_only:
             return False
         model = f"{self.embedder.model_id}:{self.embedder.dim}"
-        known = self.ledger.meta("embedding_model")
+        # The ledger's reads and writes here in a thread: on a restart the parse cache is
+        # read on the same connection meanwhile, and the loop would wait for it.
+        known, texts = await asyncio.to_thread(
+            lambda: (self.ledger.meta("embedding_model"), self.ledger.meta("vector_texts"))
+        )
         over = False
         if known is not None and known != model:
             # Never mix vectors of two models: start the store over, cleanly.
             await self._drop()
             self.ledger.wipe()
             over = True
-        elif known is not None and self.ledger.meta("vector_texts") != VECTOR_TEXTS:
+        elif known is not None and texts != VECTOR_TEXTS:
             # Vectors of other texts (an older wikid's): start over, but keep the cache
             # of vectors by text, so what is embedded alike (chunks) is not embedded again.
             await self._drop()
@@ -263,8 +267,9 @@ class Store:
             # over. (The sqlite backend keeps its ledger in the store's own file.)
             await self._drop()
             over = True
-        self.ledger.set_meta(
-            {"embedding_model": model, "backend": self.backend, "vector_texts": VECTOR_TEXTS}
+        await asyncio.to_thread(
+            self.ledger.set_meta,
+            {"embedding_model": model, "backend": self.backend, "vector_texts": VECTOR_TEXTS},
         )
         return over
 
