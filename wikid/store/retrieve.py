@@ -155,7 +155,8 @@ async def _chunks(
         if "content" in h
     ]
     cited_e = _cited(entities)
-    cited_r = [c for c in _cited(relations) if c not in set(cited_e)]
+    seen_e = set(cited_e)
+    cited_r = [c for c in _cited(relations) if c not in seen_e]
     ranked_e, ranked_r = await _by_similarity(rag.chunks_vdb, question, cited_e, cited_r, k)
     rows = await rag.text_chunks.get_by_ids(ranked_e + ranked_r) if ranked_e or ranked_r else []
     row_of = dict(zip(ranked_e + ranked_r, rows, strict=True))

@@ -70,9 +70,8 @@ def _words(text: str) -> list[str]:
     return list(dict.fromkeys([w for w in words if w not in STOP] or words))
 
 
-def _match_expr(text: str | list[str]) -> str | None:
+def _match_expr(words: list[str]) -> str | None:
     """Any of the words, each quoted (FTS5 syntax never leaks in from user text)."""
-    words = _words(text) if isinstance(text, str) else text
     return " OR ".join(f'"{w}"' for w in words) or None
 
 
