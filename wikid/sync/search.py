@@ -264,10 +264,9 @@ def exact_names(vg: VaultGraph, question: str, common: set[str]) -> list[tuple[s
     out: list[tuple[str, str]] = []
     for i in range(len(words)):
         for j in range(i + 1, min(i + 4, len(words)) + 1):
-            run = words[i:j]
-            if not all(w in common for w in run):
+            if words[j - 1] not in common:  # the run's earlier words were checked already
                 break
-            text = " ".join(run)
+            text = " ".join(words[i:j])
             for name in dict.fromkeys([text, text[:-1] if text.endswith("s") else text]):
                 out += _named(vg, name)
     return list(dict.fromkeys(out))
