@@ -17,12 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from graphtools import delete, write
+from graphtools import snapshot as graph_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from storetools import assert_same_store, fresh_export, unique_workspace
 from test_graph_invariant import _apply, bodies, ops, paths
 
+from wikid.core.graph import VaultGraph
 from wikid.store.export import export_store
+from wikid.sync import restart
 from wikid.sync.index import Index
 
 _tick = itertools.count(1)
@@ -57,7 +60,7 @@ def test_a_restart_reads_only_the_files_that_changed(tmp_path: Path) -> None:
     assert first["start"] != "parse cache" and first["read"] == 30
 
     quiet, _ = asyncio.run(_open_sync(vault, wd, ws))
-    assert quiet["start"] == "parse cache"
+    assert quiet["start"] == "parse cache" and quiet["graph"] == "saved"
     assert quiet["read"] == 0
     assert (quiet["added"], quiet["changed"], quiet["removed"]) == (0, 0, 0)
 
@@ -69,7 +72,7 @@ def test_a_restart_reads_only_the_files_that_changed(tmp_path: Path) -> None:
     write(vault, "other.png", "png")  # a new attachment is never read as a note
     age(vault, since)
     report, store = asyncio.run(_open_sync(vault, wd, ws))
-    assert report["start"] == "parse cache"
+    assert report["start"] == "parse cache" and report["graph"] == "saved"
     assert report["read"] == 4  # n03, Later, n07 (gone), n09; not the other 26 notes
     assert (report["added"], report["changed"], report["removed"]) == (1, 1, 1)
     assert_same_store(store, asyncio.run(fresh_export(vault)))
@@ -167,27 +170,87 @@ def test_other_options_or_a_lost_cache_mean_a_full_start(tmp_path: Path) -> None
     assert changed["removed"] == 1
 
 
+def graph_state(vg: VaultGraph) -> dict[str, Any]:
+    """Everything a graph keeps that a later update depends on: its nodes and edges,
+    notes, file and alias indexes, link dependencies, canvas-owned edges, conflicts."""
+    state = vg.__getstate__()
+    state["g"] = graph_snapshot(vg)
+    state["index"] = (vg.index.by_key, vg.index.aliases, vg.index.folded)
+    state["filter"] = None
+    return state
+
+
+def saved_graph(wd: Path) -> Path:
+    return next(wd.rglob(restart.SAVED))
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.tuples(paths, bodies), min_size=1, max_size=6),
-    st.lists(st.lists(ops, min_size=1, max_size=4), min_size=1, max_size=3),
+    st.lists(st.tuples(st.lists(ops, min_size=1, max_size=4), st.booleans()), max_size=3),
 )
 def test_restarts_after_offline_changes_equal_a_fresh_build(
-    initial: list[Any], rounds: list[list[Any]]
+    initial: list[Any], rounds: list[tuple[list[Any], bool]]
 ) -> None:
     """Random offline changes between restarts: each restart starts from the parse
-    cache, and the store equals a fresh build of the files as they are."""
+    cache (the saved graph, or when it is lost, the graph rebuilt from the cache's
+    notes), and the store equals a fresh build of the files as they are, as does the
+    graph in everything a later update depends on."""
     with tempfile.TemporaryDirectory() as tmp:
         vault, wd, ws = Path(tmp) / "vault", Path(tmp) / "wd", unique_workspace("restart")
         for path, text in initial:
             write(vault, path, text)
         age(vault)
         asyncio.run(_open_sync(vault, wd, ws))
-        for ops_ in rounds:
+        for ops_, lose_saved in rounds:
             since = time.time() - 1
             for op in ops_:
                 _apply(vault, op)
             age(vault, since)
-            report, store = asyncio.run(_open_sync(vault, wd, ws))
+            if lose_saved:
+                saved_graph(wd).unlink()
+            report, store, state = asyncio.run(_open_sync_state(vault, wd, ws))
             assert report["start"] == "parse cache"
+            assert report["graph"] == ("parse cache" if lose_saved else "saved")
             assert_same_store(store, asyncio.run(fresh_export(vault)))
+            assert state == graph_state(VaultGraph.load(vault))
+
+
+async def _open_sync_state(
+    vault: Path, wd: Path, workspace: str
+) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+    idx = await Index.open(vault, wd, workspace=workspace)
+    try:
+        report = await idx.sync(force=True)
+        return report, await export_store(idx.store), graph_state(idx.graph)
+    finally:
+        await idx.close()
+
+
+def test_a_saved_graph_is_used_only_while_it_agrees_with_the_ledger(tmp_path: Path) -> None:
+    """A graph saved before later batches (a crash skips the save at close), or a file
+    that is no graph, is passed over for the cache's notes; nothing is lost."""
+    vault, wd, ws = tmp_path / "vault", tmp_path / "wd", unique_workspace("saved")
+    for i in range(6):
+        write(vault, f"n{i}.md", f"# Note {i}\nSee [[n{(i + 1) % 6}]].\n")
+    age(vault)
+    asyncio.run(_open_sync(vault, wd, ws))
+    stale = saved_graph(wd).read_bytes()
+
+    since = time.time() - 1
+    write(vault, "n2.md", "# Note 2\nNow [[n5]] and [[Elsewhere]].\n")
+    age(vault, since)
+    report, _ = asyncio.run(_open_sync(vault, wd, ws))
+    assert report["graph"] == "saved" and report["read"] == 1
+
+    saved_graph(wd).write_bytes(stale)  # the graph from before n2's batch
+    report, store, state = asyncio.run(_open_sync_state(vault, wd, ws))
+    assert report["graph"] == "parse cache" and report["read"] == 0
+    assert_same_store(store, asyncio.run(fresh_export(vault)))
+    assert state == graph_state(VaultGraph.load(vault))
+
+    saved_graph(wd).write_bytes(b"not a pickle")
+    report, _ = asyncio.run(_open_sync(vault, wd, ws))
+    assert report["graph"] == "parse cache" and report["read"] == 0
+    report, _ = asyncio.run(_open_sync(vault, wd, ws))  # saved again at that close
+    assert report["graph"] == "saved"

@@ -115,6 +115,17 @@ class VaultGraph:
         vg._apply((dict(notes), dict.fromkeys(attachments, True)), False)
         return vg
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The graph as ``from_notes`` of its notes would hold it (a restart loads it
+        from ``wikid.sync.restart``'s saved copy): none of one session's passing state,
+        i.e. the walk's errors (the restart's own walk finds them again), the reads
+        counted, notes awaiting a second read or a new stat in the parse cache."""
+        state = dict(self.__dict__)
+        state.update(
+            walk_errors={}, _created=set(), _doubted=set(), _recheck=set(), reads=0, _restat={}
+        )
+        return state
+
     @property
     def problems(self) -> dict[str, str]:
         """Path -> reason, for every file that could not be read fully."""

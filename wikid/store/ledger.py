@@ -243,6 +243,11 @@ class Ledger:
         """The parse cache: path -> (kind, encoded note or None)."""
         return {p: (k, n) for p, k, n in self.db.execute("SELECT path, kind, note FROM files")}
 
+    def file_kinds(self) -> dict[str, bool]:
+        """The parse cache's paths, each with whether it holds a note (reads no note)."""
+        rows = self.db.execute("SELECT path, kind = 'note' AND note IS NOT NULL FROM files")
+        return {p: bool(is_note) for p, is_note in rows}
+
     def wipe(self, keep_vectors: bool = False) -> None:
         """Forget everything about the store (after a change of embedding model); with
         ``keep_vectors``, all but the cache of vectors by text (the model is the same)."""

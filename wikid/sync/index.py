@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import pickle
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -64,12 +65,16 @@ class Index:
     # with (None: the first sync is a full reconcile), and why.
     startup: set[str] | None = None
     startup_reason: str = "full"
+    # Where the graph came from: "files" (read them all), "parse cache" (rebuilt from
+    # the cache's notes) or "saved" (the graph the last close saved, see restart.save).
+    graph_from: str = "files"
     # The vault's stat the restart compared with the cache (None after a full load, and
     # once ``stat()`` handed it over): the daemon's first reconciliation snapshot, so it
     # does not walk the vault again (0.3 s at 10k notes), and a change between that
     # stat and the watcher's start is a difference the next reconciliation finds.
     seen: Snapshot | None = None
     lock: StoreLock | None = None  # this process is the store's one writer
+    synced: bool = False  # the first sync is done: the graph is the store's
     # Held while the graph changes, and by a query while it walks the graph in a worker
     # thread: the walk never sees a graph halfway through an update.
     graph_still: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -137,6 +142,7 @@ class Index:
             if plan is not None:
                 index.startup, index.seen = plan.changed, plan.seen
                 index.sink.mapper.know_spans(plan.spans)
+                index.graph_from = "saved" if plan.saved else "parse cache"
             index.startup_reason = reason
             return index
         except BaseException:
@@ -207,10 +213,19 @@ class Index:
 
     async def close(self) -> None:
         try:
+            if self.synced and self.extractor is None:
+                await asyncio.to_thread(self._save_graph)
             await self.store.close()
         finally:
             if self.lock is not None:
                 self.lock.release()
+
+    def _save_graph(self) -> None:
+        """The graph for the next start (``restart.save``): never a reason to fail."""
+        try:
+            restart.save(self.store.ledger, self.vg, self.sink.mapper.known_spans())
+        except (OSError, RuntimeError, pickle.PicklingError) as exc:
+            log.warning("graph not saved for the next start", error=str(exc))
 
     # -- the facade: what the daemon, the CLI and the ask layer call ------------------
 
@@ -275,7 +290,9 @@ class Index:
 
     async def reconcile(self) -> BatchReport:
         """Compare every key with the ledger and write the difference (after a failure)."""
-        return await self.sink.reconcile_all()
+        report = await self.sink.reconcile_all()
+        self.synced = True
+        return report
 
     def search(
         self, text: str, k: int, folder: str | None, tag: str | None, rare_only: bool = False
@@ -358,6 +375,7 @@ class Index:
         else:
             self._refuse_empty(before, set(self.vg.notes), force)
             report = await self.sink.reconcile_all()
+        self.synced = True
         now = {p: n.digest for p, n in self.vg.notes.items()}
         counts = await asyncio.to_thread(self.store.ledger.counts)
         return {
@@ -373,6 +391,7 @@ class Index:
             "llm_calls": self.store.llm_calls,
             "read": self.vg.reads,
             "start": self.startup_reason,
+            "graph": self.graph_from,
         }
 
     async def reload(self, options: VaultOptions | None = None) -> Index:

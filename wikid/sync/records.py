@@ -185,6 +185,10 @@ class Mapper:
         """Spans read back from the parse cache (each checked against its digest on use)."""
         self._spans.update(spans)
 
+    def known_spans(self) -> dict[str, tuple[str, Spans]]:
+        """path -> (digest, spans) of every note chunked or handed over so far."""
+        return dict(self._spans)
+
     def forget(self, path: str) -> None:
         self._chunks.pop(path, None)
         self._spans.pop(path, None)

@@ -11,6 +11,13 @@ which appeared or which vanished. The sink applies that delta like any other
 batch, so the store equals a fresh build for the same reason it does after
 an edit (invariant 6).
 
+At close, the graph itself is saved beside the store (``save``), with each
+note's chunk spans: a start loads it in one read (0.5 s at 13k notes) instead
+of rebuilding it from the cache's notes, which resolves every link again
+(1.9 s). It is used only while it agrees with the ledger, note by note and
+digest by digest, and with the cache's paths; else the cache's notes rebuild
+it. Either way the start then stats the vault and updates what changed.
+
 When the cache cannot be trusted, the start is a full reconcile, as before:
 no cache yet, other vault options or another cache format (``fingerprint``),
 a batch left unfinished (``pending``), a cache that disagrees with the
@@ -20,6 +27,7 @@ ledger's notes, or extraction on (its index needs every note's chunks).
 from __future__ import annotations
 
 import hashlib
+import os
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -37,6 +45,8 @@ from wikid.sync.records import Spans
 # spans too), so a restart reconciles every key.
 FORMAT = 3
 META_KEY = "parse_cache"
+SAVED = "wikid-graph.pickle"  # beside the ledger's file
+_BAD_PICKLE = (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError)
 
 
 def fingerprint(options: VaultOptions, extracting: bool) -> str:
@@ -78,6 +88,7 @@ class Restart:
     changed: set[str]
     spans: dict[str, tuple[str, Spans]]  # path -> (digest, chunk spans)
     seen: Snapshot  # the vault's stat that ``changed`` was computed from
+    saved: bool = False  # the graph was the saved one, not rebuilt from the cache
 
 
 def plan(
@@ -92,7 +103,50 @@ def plan(
     if any(ledger.pending().values()):
         return None, "a batch was left unfinished"
     with building():
+        saved = _saved(ledger, root, options)
+        if saved is not None:
+            graph, spans = saved
+            start = _stat(graph, graph.notes, graph.attachments, spans)
+            start.saved = True
+            return start, "parse cache"
         return _from_cache(ledger, root, options)
+
+
+def save(ledger: Ledger, graph: VaultGraph, spans: dict[str, tuple[str, Spans]]) -> None:
+    """Save the graph and the notes' chunk spans for the next start (see the module's
+    docstring); written whole to a new file, then renamed over the old one."""
+    file = ledger.path.parent / SAVED
+    part = file.with_name(file.name + ".part")
+    stamp = fingerprint(graph.options, extracting=False)
+    with open(part, "wb") as fh:
+        pickle.dump((stamp, graph, spans), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(part, file)
+
+
+def _saved(
+    ledger: Ledger, root: Path, options: VaultOptions
+) -> tuple[VaultGraph, dict[str, tuple[str, Spans]]] | None:
+    """The saved graph, if it is the one the cache's notes would build: the same
+    options and vault, and the same notes and attachments as the cache, each note
+    with the digest the ledger holds (a graph saved while a batch was unwritten, or
+    before a crash and later batches, is not)."""
+    try:
+        with open(ledger.path.parent / SAVED, "rb") as fh:
+            stamp, graph, spans = pickle.load(fh)
+    except (OSError, ImportError, *_BAD_PICKLE):
+        return None
+    if stamp != fingerprint(options, extracting=False) or not isinstance(graph, VaultGraph):
+        return None
+    if graph.root != root or graph.options != options:
+        return None
+    kinds = ledger.file_kinds()
+    if {p for p, is_note in kinds.items() if is_note} != graph.notes.keys():
+        return None
+    if {p for p, is_note in kinds.items() if not is_note} != graph.attachments:
+        return None
+    if {p: n.digest for p, n in graph.notes.items()} != ledger.digests():
+        return None
+    return graph, spans
 
 
 def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Restart | None, str]:
@@ -108,13 +162,23 @@ def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Rest
                 notes[path], spans[path] = note, (note.digest, spans_of)
             else:
                 attachments.add(path)
-    except (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError):
+    except _BAD_PICKLE:
         return None, "the parse cache cannot be read"
     if not notes and not attachments:  # a store started over (or an empty vault's)
         return None, "the parse cache is empty"
     if {p: n.digest for p, n in notes.items()} != ledger.digests():
         return None, "the parse cache disagrees with the ledger"
     graph = VaultGraph.from_notes(root, options, notes, attachments)
+    return _stat(graph, notes, attachments, spans), "parse cache"
+
+
+def _stat(
+    graph: VaultGraph,
+    notes: dict[str, Note],
+    attachments: set[str],
+    spans: dict[str, tuple[str, Spans]],
+) -> Restart:
+    """The restart of ``graph``: the vault's stat, and the files that differ from it."""
     now = snapshot(graph.root, graph.filter, errors=graph.walk_errors)
     changed = {p for p in notes.keys() | attachments if p not in now}
     for path, stat in now.items():
@@ -124,4 +188,4 @@ def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Rest
                 changed.add(path)
         elif path not in attachments:
             changed.add(path)
-    return Restart(graph, changed, spans, now), "parse cache"
+    return Restart(graph, changed, spans, now)
