@@ -55,7 +55,9 @@ class Database:
         self.conn.execute("PRAGMA busy_timeout=10000")
         self.users = 0
         self.rollbacks = 0  # in-memory caches over the file reload after one
-        self._depth = 0
+        self._depth = 0  # nested write transactions (any thread's)
+        self._readers: list[int] = []  # threads in a snapshot's read transaction
+        self._state = threading.Condition()
 
     @classmethod
     def open(cls, path: Path, read_only: bool = False) -> Database:
@@ -80,65 +82,96 @@ class Database:
     def in_transaction(self) -> bool:
         return self._depth > 0
 
-    @contextmanager
-    def _open(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN (unless joining one), and ROLLBACK if the body raises; no COMMIT."""
-        if self._depth == 0:
-            self.conn.execute("BEGIN IMMEDIATE")
-        self._depth += 1
-        try:
-            yield self.conn
-        except BaseException:
+    # The batch's statements come from the event loop and from worker threads, all in
+    # one transaction: its depth and its BEGIN and COMMIT change under ``_state``. A
+    # snapshot's read transaction is no write transaction to join: a write waits for
+    # it to end (it is short), else the snapshot's COMMIT would commit half a batch.
+
+    def _begin(self) -> bool:
+        """Begin a write transaction, or join the open one; True if this began it."""
+        with self._state:
+            if self._depth == 0:
+                if threading.get_ident() in self._readers:
+                    raise RuntimeError("a write inside this thread's own snapshot")
+                self._state.wait_for(lambda: not self._readers)
+                self.conn.execute("BEGIN IMMEDIATE")
+            self._depth += 1
+            return self._depth == 1
+
+    def _end(self, commit: bool) -> None:
+        """Leave the transaction; the last one out commits (``commit``) or rolls back."""
+        with self._state:
             self._depth -= 1
             if self._depth == 0:
-                self.conn.execute("ROLLBACK")
-                self.rollbacks += 1
-            raise
+                if commit:
+                    self.conn.execute("COMMIT")
+                else:
+                    with contextlib.suppress(sqlite3.Error):
+                        self.conn.execute("ROLLBACK")
+                    self.rollbacks += 1
+                self._state.notify_all()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction; inside another one it simply joins it."""
-        with self._open() as conn:
-            yield conn
-        self._depth -= 1
-        if self._depth == 0:
-            self.conn.execute("COMMIT")
+        self._begin()
+        try:
+            yield self.conn
+        except BaseException:
+            self._end(commit=False)
+            raise
+        self._end(commit=True)
 
     @asynccontextmanager
     async def transaction_async(self) -> AsyncIterator[sqlite3.Connection]:
         """``transaction()`` for a batch written from the event loop: its COMMIT (the
         WAL write of everything the batch changed) runs in a worker thread. It counts
         as open until the COMMIT is done, so a write meanwhile joins it."""
-        if self._depth:
-            with self.transaction() as conn:
-                yield conn
+        if not self._begin():
+            try:
+                yield self.conn
+            except BaseException:
+                self._end(commit=False)
+                raise
+            self._end(commit=True)
             return
-        with self._open() as conn:
-            yield conn
         try:
-            await asyncio.to_thread(conn.execute, "COMMIT")
+            yield self.conn
+            await asyncio.to_thread(self.conn.execute, "COMMIT")
         except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            self.rollbacks += 1
+            with self._state:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+                self.rollbacks += 1
             raise
         finally:
-            self._depth -= 1
+            with self._state:
+                self._depth -= 1
+                self._state.notify_all()
 
     @contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
-        """Reads that all see one committed state, whatever another process writes."""
-        if self._depth:
-            yield self.conn
-            return
-        self.conn.execute("BEGIN")
-        self._depth += 1
+        """Reads that all see one committed state, whatever another process writes
+        (inside a write transaction: that transaction's state)."""
+        me = threading.get_ident()
+        with self._state:
+            if self._depth:
+                joined = True
+            else:
+                joined = False
+                if not self._readers:
+                    self.conn.execute("BEGIN")
+                    self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                self._readers.append(me)
         try:
-            self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             yield self.conn
         finally:
-            self._depth -= 1
-            self.conn.execute("COMMIT")
+            if not joined:
+                with self._state:
+                    self._readers.remove(me)
+                    if not self._readers:
+                        self.conn.execute("COMMIT")
+                        self._state.notify_all()
 
     def epoch(self) -> tuple[int, int]:
         """Changes whenever another connection commits to the file, or this one rolls

@@ -106,6 +106,18 @@ class _Rows(MutableMapping[str, dict[str, Any]]):
         """key -> its JSON text, for the keys that have a row."""
         return dict(self._where_in("id, data", keys))
 
+    def remove(self, keys: list[str]) -> int:
+        """Delete the rows of these keys (those that have one); how many there were."""
+        removed = 0
+        with self.db.transaction() as conn:
+            for part in in_batches(keys):
+                marks = ",".join("?" * len(part))
+                cur = conn.execute(
+                    f"DELETE FROM lr_kv WHERE ns=? AND id IN ({marks})", (self.ns, *part)
+                )
+                removed += cur.rowcount
+        return removed
+
     def missing(self, keys: set[str]) -> set[str]:
         return set(keys) - {r[0] for r in self._where_in("id", list(keys))}
 
@@ -155,6 +167,17 @@ class _SQLiteRows(Connected):
             return set(keys) - set(self._data)
         rows: _Rows = self._data
         return rows.missing(set(keys))
+
+    async def delete(self, ids: list[str]) -> None:
+        """The stock ``delete``, which pops id by id on the event loop (two queries an
+        id: a 630 ms stall in one batch at 13k notes), as one statement per 400 ids in
+        a worker thread; the update flags flip, as there, only if a row went."""
+        if not isinstance(self._data, _Rows):
+            await super().delete(ids)  # type: ignore[misc]  # the stock JSON storage's
+            return
+        async with self._storage_lock:
+            if await asyncio.to_thread(self._data.remove, list(ids)):
+                await set_all_update_flags(self.namespace, workspace=self.workspace)
 
     async def all_keys(self) -> list[str]:
         """Every key (wikid's export and migration list them; the base class cannot)."""
@@ -208,3 +231,17 @@ class SQLiteKVStorage(_SQLiteRows, JsonKVStorage):  # type: ignore[misc]
 @dataclass
 class SQLiteDocStatusStorage(_SQLiteRows, JsonDocStatusStorage):  # type: ignore[misc]
     """LightRAG's document-status storage on SQLite."""
+
+    async def upsert(self, data: dict[str, dict[str, Any]]) -> None:
+        """``JsonDocStatusStorage.upsert`` (the ``chunks_list`` default, the update
+        flags, the flush) with the rows written in a worker thread: on the event loop
+        they stalled it up to 1.3 s a batch at 13k notes."""
+        if not data or not isinstance(self._data, _Rows):
+            await super().upsert(data)
+            return
+        for value in data.values():
+            value.setdefault("chunks_list", [])
+        async with self._storage_lock:
+            await asyncio.to_thread(self._data.update, data)
+            await set_all_update_flags(self.namespace, workspace=self.workspace)
+        await self.index_done_callback()

@@ -224,7 +224,7 @@ class Index:
         """The graph for the next start (``restart.save``): never a reason to fail."""
         try:
             restart.save(self.store.ledger, self.vg, self.sink.mapper.known_spans())
-        except (OSError, RuntimeError, pickle.PicklingError) as exc:
+        except (OSError, RuntimeError, AttributeError, TypeError, pickle.PicklingError) as exc:
             log.warning("graph not saved for the next start", error=str(exc))
 
     # -- the facade: what the daemon, the CLI and the ask layer call ------------------

@@ -118,9 +118,12 @@ def save(ledger: Ledger, graph: VaultGraph, spans: dict[str, tuple[str, Spans]])
     file = ledger.path.parent / SAVED
     part = file.with_name(file.name + ".part")
     stamp = fingerprint(graph.options, extracting=False)
-    with open(part, "wb") as fh:
-        pickle.dump((stamp, graph, spans), fh, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(part, file)
+    try:
+        with open(part, "wb") as fh:
+            pickle.dump((stamp, graph, spans), fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(part, file)
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def _saved(

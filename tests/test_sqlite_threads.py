@@ -1,0 +1,107 @@
+"""One SQLite connection, used from the event loop and from worker threads.
+
+A batch's statements come from several threads inside one transaction, and a
+statement on the event loop is a stall whenever another thread holds the
+connection (630 ms for one KV delete at 13k notes). Real files, the real store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import time
+from pathlib import Path
+
+from graphtools import write
+from storetools import unique_workspace
+
+from wikid.store._sqlite import Database
+from wikid.sync.index import Index
+
+
+def test_a_batch_runs_no_sql_on_the_event_loop_but_its_begin(tmp_path: Path) -> None:
+    """Edits and a deletion (chunks, documents and doc status deleted, records
+    upserted): every statement but the batch's BEGIN runs in a worker thread."""
+    vault = tmp_path / "vault"
+    for i in range(8):
+        write(vault, f"n{i}.md", f"# N{i}\nSee [[n{(i + 1) % 8}]] #t\n\nMore text {i}.\n")
+
+    async def main() -> collections.Counter[str]:
+        idx = await Index.open(vault, tmp_path / "wd", workspace=unique_workspace("loop"))
+        try:
+            await idx.sync()
+            loop_thread, on_loop = threading.get_ident(), collections.Counter[str]()
+
+            def trace(sql: str) -> None:
+                if threading.get_ident() == loop_thread:
+                    on_loop[sql.split()[0]] += 1
+
+            conn = idx.store.ledger.database.conn
+            conn.set_trace_callback(trace)
+            write(vault, "n1.md", "# N1\nNow only [[n5]].\n")
+            (vault / "n2.md").unlink()
+            _, report = await idx.update({"n1.md", "n2.md"})
+            conn.set_trace_callback(None)
+            assert report.writes["chunk"] and report.writes["doc"]
+            return on_loop
+        finally:
+            await idx.close()
+
+    assert asyncio.run(main()) == {"BEGIN": 1}
+
+
+def test_a_write_waits_for_another_threads_snapshot_and_commits_whole(tmp_path: Path) -> None:
+    """A snapshot's read transaction is no write transaction to join: a write that
+    starts meanwhile waits for it, so the snapshot's end commits none of it."""
+    db = Database(tmp_path / "t.sqlite")
+    db.conn.execute("CREATE TABLE t (x INTEGER)")
+    inside, release, order = threading.Event(), threading.Event(), []
+
+    def reader() -> None:
+        with db.snapshot() as conn:
+            inside.set()
+            release.wait(5)
+            order.append(("read", conn.execute("SELECT count(*) FROM t").fetchone()[0]))
+
+    def writer() -> None:
+        with db.transaction() as conn:
+            order.append(("write", 0))
+            conn.execute("INSERT INTO t VALUES (1)")
+            conn.execute("INSERT INTO t VALUES (2)")
+
+    r = threading.Thread(target=reader)
+    r.start()
+    inside.wait(5)
+    w = threading.Thread(target=writer)
+    w.start()
+    time.sleep(0.2)
+    assert order == []  # the writer waits for the snapshot
+    release.set()
+    r.join(5)
+    w.join(5)
+    assert order == [("read", 0), ("write", 0)]
+    assert not db.in_transaction
+    other = Database(tmp_path / "t.sqlite", read_only=True)
+    assert other.conn.execute("SELECT count(*) FROM t").fetchone()[0] == 2
+
+
+def test_many_threads_join_one_transaction_and_its_depth_returns_to_zero(tmp_path: Path) -> None:
+    db = Database(tmp_path / "t.sqlite")
+    db.conn.execute("CREATE TABLE t (x INTEGER)")
+
+    def join(i: int) -> None:
+        for j in range(200):
+            with db.transaction() as conn:
+                conn.execute("INSERT INTO t VALUES (?)", (i * 1000 + j,))
+
+    with db.transaction():
+        threads = [threading.Thread(target=join, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert db.in_transaction
+    assert not db.in_transaction
+    other = Database(tmp_path / "t.sqlite", read_only=True)
+    assert other.conn.execute("SELECT count(*) FROM t").fetchone()[0] == 1600
