@@ -227,6 +227,24 @@ async def _open_sync_state(
         await idx.close()
 
 
+def test_ignore_settings_changed_while_away_mean_a_full_start(tmp_path: Path) -> None:
+    """Obsidian's ignore filters (``.obsidian/app.json``) are vault options too: an
+    update never reads an ignored path, so a folder ignored while wikid was away is
+    only left out by a full reconcile, which the changed settings bring about."""
+    vault, wd, ws = tmp_path / "vault", tmp_path / "wd", unique_workspace("ignore")
+    write(vault, "a.md", "# A\nSee [[b]] and [[c]].\n")
+    write(vault, "b.md", "# B\n")
+    write(vault, "drafts/c.md", "# C\nA draft.\n")
+    age(vault)
+    asyncio.run(_open_sync(vault, wd, ws))
+    write(vault, ".obsidian/app.json", '{"userIgnoreFilters": ["drafts/"]}')
+    report, store = asyncio.run(_open_sync(vault, wd, ws))
+    assert report["start"] == "no parse cache for these options" and report["removed"] == 1
+    assert_same_store(store, asyncio.run(fresh_export(vault)))
+    again, _ = asyncio.run(_open_sync(vault, wd, ws))
+    assert again["start"] == "parse cache" and again["graph"] == "saved"
+
+
 def test_a_saved_graph_is_used_only_while_it_agrees_with_the_ledger(tmp_path: Path) -> None:
     """A graph saved before later batches (a crash skips the save at close), or a file
     that is no graph, is passed over for the cache's notes; nothing is lost."""

@@ -119,12 +119,19 @@ class VaultGraph:
         """The graph as ``from_notes`` of its notes would hold it (a restart loads it
         from ``wikid.sync.restart``'s saved copy): none of one session's passing state,
         i.e. the walk's errors (the restart's own walk finds them again), the reads
-        counted, notes awaiting a second read or a new stat in the parse cache."""
+        counted, notes awaiting a second read or a new stat in the parse cache; nor the
+        filter, which is made again on load, as ``from_notes`` makes it (the vault's
+        ignore settings may have changed meanwhile)."""
         state = dict(self.__dict__)
         state.update(
             walk_errors={}, _created=set(), _doubted=set(), _recheck=set(), reads=0, _restat={}
         )
+        del state["filter"]
         return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.filter = VaultFilter(self.root, self.options)
 
     @property
     def problems(self) -> dict[str, str]:

@@ -102,8 +102,12 @@ class VaultFilter:
     def __post_init__(self) -> None:
         patterns = [*EDITOR_JUNK, *self.options.ignore]
         self._regexes: list[re.Pattern[str]] = []
+        # What .obsidian/app.json said when this filter was made (a restart compares it).
+        self.user_filters = (
+            tuple(_user_ignore_filters(self.root)) if self.options.use_app_json else ()
+        )
         if self.options.use_app_json:
-            for entry in _user_ignore_filters(self.root):
+            for entry in self.user_filters:
                 if len(entry) > 2 and entry.startswith("/") and entry.endswith("/"):
                     try:
                         self._regexes.append(re.compile(entry[1:-1]))

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from wikid.core.graph import GHOST, TAG, VaultGraph
 from wikid.core.note import Note
-from wikid.core.vault import Snapshot, VaultOptions, is_note, snapshot
+from wikid.core.vault import Snapshot, VaultFilter, VaultOptions, is_note, snapshot
 from wikid.store.heap import building
 from wikid.store.ledger import FileRow, Ledger
 from wikid.sync.records import Spans
@@ -49,12 +49,14 @@ SAVED = "wikid-graph.pickle"  # beside the ledger's file
 _BAD_PICKLE = (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError)
 
 
-def fingerprint(options: VaultOptions, extracting: bool) -> str:
+def fingerprint(files: VaultFilter, extracting: bool) -> str:
     """What the cached state depends on besides the files: the cache format, the
-    shape of ``Note``, the vault options (ignore globs, size limit, ...) and whether
-    the store holds extracted items (a start with extraction off must remove them)."""
+    shape of ``Note``, the vault options (ignore globs, size limit, ...), the ignore
+    filters of the vault's ``.obsidian/app.json`` (a file they now leave out must
+    leave the store, and an update never reads an ignored path) and whether the store
+    holds extracted items (a start with extraction off must remove them)."""
     shape = ",".join(f.name for f in fields(Note))
-    text = f"{FORMAT}|{shape}|{options!r}|{extracting}"
+    text = f"{FORMAT}|{shape}|{files.options!r}|{files.user_filters!r}|{extracting}"
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
@@ -98,12 +100,13 @@ def plan(
     options = options or VaultOptions()
     if extracting:
         return None, "extraction is on"
-    if ledger.meta(META_KEY) != fingerprint(options, extracting=False):
+    stamp = fingerprint(VaultFilter(root, options), extracting=False)
+    if ledger.meta(META_KEY) != stamp:
         return None, "no parse cache for these options"
     if any(ledger.pending().values()):
         return None, "a batch was left unfinished"
     with building():
-        saved = _saved(ledger, root, options)
+        saved = _saved(ledger, root, options, stamp)
         if saved is not None:
             graph, spans = saved
             start = _stat(graph, graph.notes, graph.attachments, spans)
@@ -117,7 +120,7 @@ def save(ledger: Ledger, graph: VaultGraph, spans: dict[str, tuple[str, Spans]])
     docstring); written whole to a new file, then renamed over the old one."""
     file = ledger.path.parent / SAVED
     part = file.with_name(file.name + ".part")
-    stamp = fingerprint(graph.options, extracting=False)
+    stamp = fingerprint(graph.filter, extracting=False)
     try:
         with open(part, "wb") as fh:
             pickle.dump((stamp, graph, spans), fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -127,25 +130,22 @@ def save(ledger: Ledger, graph: VaultGraph, spans: dict[str, tuple[str, Spans]])
 
 
 def _saved(
-    ledger: Ledger, root: Path, options: VaultOptions
+    ledger: Ledger, root: Path, options: VaultOptions, stamp: str
 ) -> tuple[VaultGraph, dict[str, tuple[str, Spans]]] | None:
-    """The saved graph, if it is the one the cache's notes would build: the same
-    options and vault, and the same notes and attachments as the cache, each note
-    with the digest the ledger holds (a graph saved while a batch was unwritten, or
-    before a crash and later batches, is not)."""
+    """The saved graph, if it is the one the store was built from: the same options
+    and vault, the cache's attachments, and the ledger's notes, each with the digest
+    the ledger holds (a graph saved while a batch was unwritten, or before a crash
+    and later batches, is not)."""
     try:
         with open(ledger.path.parent / SAVED, "rb") as fh:
-            stamp, graph, spans = pickle.load(fh)
+            saved_stamp, graph, spans = pickle.load(fh)
     except (OSError, ImportError, *_BAD_PICKLE):
         return None
-    if stamp != fingerprint(options, extracting=False) or not isinstance(graph, VaultGraph):
+    if saved_stamp != stamp or not isinstance(graph, VaultGraph):
         return None
     if graph.root != root or graph.options != options:
         return None
-    kinds = ledger.file_kinds()
-    if {p for p, is_note in kinds.items() if is_note} != graph.notes.keys():
-        return None
-    if {p for p, is_note in kinds.items() if not is_note} != graph.attachments:
+    if ledger.attachments() != graph.attachments:
         return None
     if {p: n.digest for p, n in graph.notes.items()} != ledger.digests():
         return None

@@ -175,7 +175,7 @@ class Sink:
         finally:
             self.store.progress, self._reconciling = shown, False
             self.mapper.keep()
-        fp = restart.fingerprint(self.vg.options, self.implicit.enabled)
+        fp = restart.fingerprint(self.vg.filter, self.implicit.enabled)
         self.ledger.set_meta({restart.META_KEY: fp})
         return total
 
