@@ -131,6 +131,28 @@ def test_a_dotenv_in_the_current_folder_is_not_read(tmp_path: Path, env: dict[st
     assert out.stdout.split() == ["None", "None"], out.stdout + out.stderr
 
 
+def test_numpy_multiplies_on_one_thread_in_a_wikid_process(env: dict[str, str]) -> None:
+    """wikid runs its work side by side already; OpenBLAS's own thread per core only
+    fought it (a vector scan 84 ms instead of 8.8 beside two busy threads). Asked of
+    the OpenBLAS that numpy loaded; a user's own setting still wins."""
+    probe = (
+        "import ctypes, wikid, numpy\n"
+        "lib = next(l.split()[-1] for l in open('/proc/self/maps') if 'openblas' in l)\n"
+        "blas = ctypes.CDLL(lib)\n"
+        "get = next(getattr(blas, n) for n in ('scipy_openblas_get_num_threads64_',"
+        " 'openblas_get_num_threads64_', 'openblas_get_num_threads') if hasattr(blas, n))\n"
+        "print(get())"
+    )
+    for setting, threads in ((None, "1"), ("2", "2")):
+        run_env = {k: v for k, v in env.items() if k != "OPENBLAS_NUM_THREADS"}
+        if setting:
+            run_env["OPENBLAS_NUM_THREADS"] = setting
+        out = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, env=run_env, timeout=60
+        )
+        assert out.stdout.strip() == threads, out.stdout + out.stderr
+
+
 def test_templates_with_placeholders_are_not_rejected(tmp_path: Path) -> None:
     from wikid.core.graph import VaultGraph
 
