@@ -106,15 +106,18 @@ class Database:
                 if commit:
                     self.conn.execute("COMMIT")
                 else:
-                    with contextlib.suppress(sqlite3.Error):
-                        self.conn.execute("ROLLBACK")
-                    self.rollbacks += 1
+                    self._rollback()
                 self._state.notify_all()
 
+    def _rollback(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute("ROLLBACK")
+        self.rollbacks += 1
+
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction; inside another one it simply joins it."""
-        self._begin()
+    def _joined(self) -> Iterator[sqlite3.Connection]:
+        """The body of a transaction already begun or joined (``_begin``): the last one
+        out commits, or rolls back if the body raised."""
         try:
             yield self.conn
         except BaseException:
@@ -122,27 +125,28 @@ class Database:
             raise
         self._end(commit=True)
 
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction; inside another one it simply joins it."""
+        self._begin()
+        with self._joined() as conn:
+            yield conn
+
     @asynccontextmanager
     async def transaction_async(self) -> AsyncIterator[sqlite3.Connection]:
         """``transaction()`` for a batch written from the event loop: its COMMIT (the
         WAL write of everything the batch changed) runs in a worker thread. It counts
         as open until the COMMIT is done, so a write meanwhile joins it."""
         if not self._begin():
-            try:
-                yield self.conn
-            except BaseException:
-                self._end(commit=False)
-                raise
-            self._end(commit=True)
+            with self._joined() as conn:
+                yield conn
             return
         try:
             yield self.conn
             await asyncio.to_thread(self.conn.execute, "COMMIT")
         except BaseException:
             with self._state:
-                with contextlib.suppress(sqlite3.Error):
-                    self.conn.execute("ROLLBACK")
-                self.rollbacks += 1
+                self._rollback()
             raise
         finally:
             with self._state:
