@@ -301,7 +301,9 @@ def _admitted(root: Path, rel: str, filt: VaultFilter) -> Iterator[tuple[BinaryI
 
 def vault_present(root: Path) -> bool:
     """The vault's folder is there and not empty. An unmounted drive leaves an empty
-    mount point and a renamed folder leaves nothing: neither means "delete every note"."""
+    mount point and a renamed folder leaves nothing: neither means "delete every note".
+    The daemon asks in a worker thread: one directory read waits for the disk when its
+    blocks were evicted (189 ms on the event loop at 13k notes, in the first sync)."""
     try:
         with os.scandir(root) as entries:
             return next(entries, None) is not None

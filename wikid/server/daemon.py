@@ -304,10 +304,7 @@ class Daemon:
 
     async def _apply(self, paths: set[str], rescan: bool) -> None:
         started = time.perf_counter()
-        # In a thread: even one directory read waits for the disk when its blocks were
-        # evicted (189 ms on the event loop at 13k notes, during the first sync).
-        present = await asyncio.to_thread(vault_present, self.cfg.path)
-        if self.index.graph.notes and not present:
+        if self.index.graph.notes and not await asyncio.to_thread(vault_present, self.cfg.path):
             raise VaultMissing(f"the vault {self.cfg.path} is missing or empty")
         if self.vault_missing:
             log.info("vault is back; sync resumes")
