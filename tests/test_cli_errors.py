@@ -131,12 +131,17 @@ def test_a_dotenv_in_the_current_folder_is_not_read(tmp_path: Path, env: dict[st
     assert out.stdout.split() == ["None", "None"], out.stdout + out.stderr
 
 
-def test_numpy_multiplies_on_one_thread_in_a_wikid_process(env: dict[str, str]) -> None:
-    """wikid runs its work side by side already; OpenBLAS's own thread per core only
-    fought it (a vector scan 84 ms instead of 8.8 beside two busy threads). Asked of
-    the OpenBLAS that numpy loaded; a user's own setting still wins."""
+def test_numpy_multiplies_on_one_thread_in_the_daemon(env: dict[str, str]) -> None:
+    """The daemon runs its work side by side already; OpenBLAS's own thread per core
+    only fought it (a vector scan 84 ms instead of 8.8 beside two busy threads). What
+    ``wikid run`` does before it imports the daemon, then asked of the OpenBLAS that
+    numpy loaded; a user's own setting still wins."""
     probe = (
-        "import ctypes, wikid, numpy\n"
+        "import ctypes\n"
+        "from wikid.cli.run import one_blas_thread\n"
+        "one_blas_thread()\n"
+        "from wikid.server import daemon\n"
+        "import numpy\n"
         "lib = next(l.split()[-1] for l in open('/proc/self/maps') if 'openblas' in l)\n"
         "blas = ctypes.CDLL(lib)\n"
         "get = next(getattr(blas, n) for n in ('scipy_openblas_get_num_threads64_',"

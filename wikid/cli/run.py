@@ -14,6 +14,17 @@ import click
 from wikid.cli._common import load, vault_option, workdir_option
 
 
+def one_blas_thread() -> None:
+    """numpy's OpenBLAS starts a thread per core for each matrix product. The daemon
+    runs its work side by side already (a query's retrievers, the model's runs, edits),
+    so those threads only fight over the cores: a query's vector scan of 104k rows took
+    84 ms beside two busy threads with them, 8.8 ms without, and a restarted 13k
+    daemon's query p50 went 276 -> 66-97 ms. (A one-off build, ``wikid index``, gains
+    from them.) Read when numpy loads, so set before the daemon is imported; a user's
+    own setting wins."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 @click.command()
 @vault_option
 @workdir_option
@@ -23,6 +34,7 @@ def run(
     """Run the daemon in the foreground: sync, then watch and serve the socket.
 
     Example: wikid run --vault ~/Notes"""
+    one_blas_thread()
     from wikid.server.daemon import run as run_daemon
     from wikid.server.log import configure
 
