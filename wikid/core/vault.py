@@ -106,15 +106,14 @@ class VaultFilter:
         self.user_filters = (
             tuple(_user_ignore_filters(self.root)) if self.options.use_app_json else ()
         )
-        if self.options.use_app_json:
-            for entry in self.user_filters:
-                if len(entry) > 2 and entry.startswith("/") and entry.endswith("/"):
-                    try:
-                        self._regexes.append(re.compile(entry[1:-1]))
-                    except re.error:
-                        continue
-                else:  # Obsidian's plain entries are path prefixes
-                    patterns.append("/" + entry.lstrip("/") + ("" if entry.endswith("/") else "*"))
+        for entry in self.user_filters:
+            if len(entry) > 2 and entry.startswith("/") and entry.endswith("/"):
+                try:
+                    self._regexes.append(re.compile(entry[1:-1]))
+                except re.error:
+                    continue
+            else:  # Obsidian's plain entries are path prefixes
+                patterns.append("/" + entry.lstrip("/") + ("" if entry.endswith("/") else "*"))
         self._spec = pathspec.PathSpec.from_lines("gitignore", patterns)
         vault = os.path.realpath(self.root)
         self.vault_real = vault

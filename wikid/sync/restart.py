@@ -90,7 +90,7 @@ class Restart:
     changed: set[str]
     spans: dict[str, tuple[str, Spans]]  # path -> (digest, chunk spans)
     seen: Snapshot  # the vault's stat that ``changed`` was computed from
-    saved: bool = False  # the graph was the saved one, not rebuilt from the cache
+    saved: bool  # the graph was the saved one, not rebuilt from the cache
 
 
 def plan(
@@ -106,12 +106,10 @@ def plan(
     if any(ledger.pending().values()):
         return None, "a batch was left unfinished"
     with building():
-        saved = _saved(ledger, root, options, stamp)
+        saved = _saved(ledger, root, stamp)
         if saved is not None:
             graph, spans = saved
-            start = _stat(graph, graph.notes, graph.attachments, spans)
-            start.saved = True
-            return start, "parse cache"
+            return _stat(graph, spans, saved=True), "parse cache"
         return _from_cache(ledger, root, options)
 
 
@@ -130,7 +128,7 @@ def save(ledger: Ledger, graph: VaultGraph, spans: dict[str, tuple[str, Spans]])
 
 
 def _saved(
-    ledger: Ledger, root: Path, options: VaultOptions, stamp: str
+    ledger: Ledger, root: Path, stamp: str
 ) -> tuple[VaultGraph, dict[str, tuple[str, Spans]]] | None:
     """The saved graph, if it is the one the store was built from: the same options
     and vault, the cache's attachments, and the ledger's notes, each with the digest
@@ -143,7 +141,7 @@ def _saved(
         return None
     if saved_stamp != stamp or not isinstance(graph, VaultGraph):
         return None
-    if graph.root != root or graph.options != options:
+    if graph.root != root:  # the options are in the stamp
         return None
     if ledger.attachments() != graph.attachments:
         return None
@@ -172,16 +170,13 @@ def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Rest
     if {p: n.digest for p, n in notes.items()} != ledger.digests():
         return None, "the parse cache disagrees with the ledger"
     graph = VaultGraph.from_notes(root, options, notes, attachments)
-    return _stat(graph, notes, attachments, spans), "parse cache"
+    return _stat(graph, spans, saved=False), "parse cache"
 
 
-def _stat(
-    graph: VaultGraph,
-    notes: dict[str, Note],
-    attachments: set[str],
-    spans: dict[str, tuple[str, Spans]],
-) -> Restart:
-    """The restart of ``graph``: the vault's stat, and the files that differ from it."""
+def _stat(graph: VaultGraph, spans: dict[str, tuple[str, Spans]], saved: bool) -> Restart:
+    """The restart of ``graph``: the vault's stat, and the files that differ from the
+    ones the graph read."""
+    notes, attachments = graph.notes, graph.attachments
     now = snapshot(graph.root, graph.filter, errors=graph.walk_errors)
     changed = {p for p in notes.keys() | attachments if p not in now}
     for path, stat in now.items():
@@ -191,4 +186,4 @@ def _stat(
                 changed.add(path)
         elif path not in attachments:
             changed.add(path)
-    return Restart(graph, changed, spans, now)
+    return Restart(graph, changed, spans, now, saved)
