@@ -27,6 +27,12 @@ BACKENDS = ("sqlite", "lightrag-files", "postgres")
 DEFAULT_BACKEND = "sqlite"
 
 SECRET_ENV = {"llm_api_key": "WIKID_LLM_API_KEY", "postgres_password": "WIKID_POSTGRES_PASSWORD"}
+# What a query without a configured LLM says (it returns the evidence).
+NO_LLM = (
+    "no LLM is configured, so this is the evidence only; for answers set WIKID_LLM_BASE_URL "
+    "and WIKID_LLM_MODEL (and WIKID_LLM_API_KEY if the endpoint needs one), or llm_base_url "
+    "and llm_model in the config; llm_kind is openai (any OpenAI-compatible server) or ollama"
+)
 
 
 class ConfigError(ValueError):

@@ -1,12 +1,10 @@
 """The daemon: initial sync, then watcher batches into the sink, a Unix-socket API.
 
-Why one asyncio loop: the graph is mutated only by the batch task, between
-awaits, so every request sees a consistent graph without locks. Store queries
-wait for the batch in flight with the sqlite backend (its uncommitted rows are
-visible on the daemon's connection; a batch takes milliseconds), and are
-answered between a batch's awaits with stock files (whose batches take seconds). A batch that fails is not
-lost: the store is marked behind, and the next attempt (with backoff) runs a
-full reconcile, which compares the whole graph against the ledger.
+Why one asyncio loop: the graph is mutated only by the batch task, between awaits, so
+every request sees a consistent graph without locks. Store queries wait for the batch
+in flight (sqlite: its uncommitted rows are visible on the daemon's connection) or are
+answered between its awaits (stock files). A batch that fails is not lost: the store
+is marked behind, and the next attempt (with backoff) runs a full reconcile.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from typing import Any
 import structlog
 
 from wikid.ask.answer import answer
-from wikid.config import VaultConfig, load
+from wikid.config import NO_LLM, VaultConfig, load
 from wikid.core.vault import VaultOptions, changed, snapshot, vault_options, vault_present
 from wikid.server import api, browse, protocol, stalls
 from wikid.server.extraction import extraction_loop
@@ -37,14 +35,9 @@ from wikid.store.llm import LLMError
 from wikid.store.lock import StoreBusy
 from wikid.store.rag import warm
 from wikid.sync.index import Index, VaultMissing
-from wikid.sync.sink import Live
+from wikid.sync.sink import Live, Stopped
 
 log = structlog.get_logger("wikid")
-NO_LLM = (
-    "no LLM is configured, so this is the evidence only; for answers set WIKID_LLM_BASE_URL "
-    "and WIKID_LLM_MODEL (and WIKID_LLM_API_KEY if the endpoint needs one), or llm_base_url "
-    "and llm_model in the config; llm_kind is openai (any OpenAI-compatible server) or ollama"
-)
 QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"
 OPS = (
     "status",
@@ -187,12 +180,16 @@ class Daemon:
         self._snapshot = await self.index.stat()
         async with self._batch_lock:  # queries wait for it (see _consistent)
             self.busy = True
-            self.index.let_in(Live(self._live_due, self._live_batch))
+            self.index.let_in(Live(self._live_due, self._live_batch, self.stopping.is_set))
             try:
                 report = await self.index.sync()
+            except Stopped:  # cut between two batches: the next start goes on from there
+                report = {}
             finally:
                 self.busy = False
                 self.index.let_in(None)
+        if not report:
+            return await self._shut_down()
         self.last_sync = time.time()
         freeze_long_lived()
         log.info("initial sync", vault=str(self.cfg.path), **report)
@@ -211,6 +208,9 @@ class Daemon:
         if interval:
             self._tasks.append(self._spawn(self._watchdog(interval)))
         await self.stopping.wait()
+        return await self._shut_down()
+
+    async def _shut_down(self) -> int:
         notify("STOPPING=1")
         log.info("stopping")
         async with self._batch_lock:  # let a batch in flight finish: stop cleanly, never mid-write

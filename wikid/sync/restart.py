@@ -101,7 +101,10 @@ def plan(
     if extracting:
         return None, "extraction is on"
     stamp = fingerprint(VaultFilter(root, options), extracting=False)
-    if ledger.meta(META_KEY) != stamp:
+    found = ledger.meta(META_KEY)
+    if found == "":  # what a full reconcile sets until it ends
+        return None, "the last full sync did not finish"
+    if found != stamp:
         return None, "no parse cache for these options"
     if any(ledger.pending().values()):
         return None, "a batch was left unfinished"
