@@ -27,6 +27,7 @@ from wikid.core.graph import VaultGraph
 from wikid.store.export import export_store
 from wikid.sync import restart
 from wikid.sync.index import Index
+from wikid.sync.records import Namer
 
 _tick = itertools.count(1)
 
@@ -180,6 +181,15 @@ def graph_state(vg: VaultGraph) -> dict[str, Any]:
     return state
 
 
+def naming(vg: VaultGraph, namer: Namer | None = None) -> dict[str, Any]:
+    """The entity names and the collision groups a later rename depends on: a
+    restart's (saved with the graph, then updated), or without ``namer`` a fresh start's."""
+    if namer is None:
+        namer = Namer()
+        namer.update(vg, list(vg.g.nodes))
+    return {k: v for k, v in vars(namer).items() if k != "refolded"}
+
+
 def saved_graph(wd: Path) -> Path:
     return next(wd.rglob(restart.SAVED))
 
@@ -209,20 +219,23 @@ def test_restarts_after_offline_changes_equal_a_fresh_build(
             age(vault, since)
             if lose_saved:
                 saved_graph(wd).unlink()
-            report, store, state = asyncio.run(_open_sync_state(vault, wd, ws))
+            report, store, (state, names) = asyncio.run(_open_sync_state(vault, wd, ws))
             assert report["start"] == "parse cache"
             assert report["graph"] == ("parse cache" if lose_saved else "saved")
             assert_same_store(store, asyncio.run(fresh_export(vault)))
-            assert state == graph_state(VaultGraph.load(vault))
+            fresh = VaultGraph.load(vault)
+            assert state == graph_state(fresh)
+            assert names == naming(fresh)
 
 
 async def _open_sync_state(
     vault: Path, wd: Path, workspace: str
-) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+) -> tuple[dict[str, Any], Any, tuple[dict[str, Any], dict[str, Any]]]:
     idx = await Index.open(vault, wd, workspace=workspace)
     try:
         report = await idx.sync(force=True)
-        return report, await export_store(idx.store), graph_state(idx.graph)
+        state = graph_state(idx.graph), naming(idx.graph, idx.sink.mapper.namer)
+        return report, await export_store(idx.store), state
     finally:
         await idx.close()
 
@@ -262,10 +275,10 @@ def test_a_saved_graph_is_used_only_while_it_agrees_with_the_ledger(tmp_path: Pa
     assert report["graph"] == "saved" and report["read"] == 1
 
     saved_graph(wd).write_bytes(stale)  # the graph from before n2's batch
-    report, store, state = asyncio.run(_open_sync_state(vault, wd, ws))
+    report, store, (state, names) = asyncio.run(_open_sync_state(vault, wd, ws))
     assert report["graph"] == "parse cache" and report["read"] == 0
     assert_same_store(store, asyncio.run(fresh_export(vault)))
-    assert state == graph_state(VaultGraph.load(vault))
+    assert (state, names) == (graph_state(VaultGraph.load(vault)), naming(VaultGraph.load(vault)))
 
     saved_graph(wd).write_bytes(b"not a pickle")
     report, _ = asyncio.run(_open_sync(vault, wd, ws))

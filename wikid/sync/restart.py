@@ -12,9 +12,9 @@ batch, so the store equals a fresh build for the same reason it does after
 an edit (invariant 6).
 
 At close, the graph itself is saved beside the store (``save``), with each
-note's chunk spans: a start loads it in one read (0.5 s at 13k notes) instead
-of rebuilding it from the cache's notes, which resolves every link again
-(1.9 s). It is used only while it agrees with the ledger, note by note and
+note's chunk spans and the entity names: a start loads it in one read (0.5 s at
+13k notes) instead of rebuilding it from the cache's notes, which resolves every
+link again (1.9 s), and naming every node again (0.3 s). It is used only while it agrees with the ledger, note by note and
 digest by digest, and with the cache's paths; else the cache's notes rebuild
 it. Either way the start then stats the vault and updates what changed.
 
@@ -38,7 +38,7 @@ from wikid.core.note import Note
 from wikid.core.vault import Snapshot, VaultFilter, VaultOptions, is_note, snapshot
 from wikid.store.heap import building
 from wikid.store.ledger import FileRow, Ledger
-from wikid.sync.records import Spans
+from wikid.sync.records import Namer, Spans
 
 # Bump when what a cached row means changes, or when the records made from the same notes
 # change (2: property links are described "A —key→ B"; 3: a row holds the note's chunk
@@ -90,7 +90,7 @@ class Restart:
     changed: set[str]
     spans: dict[str, tuple[str, Spans]]  # path -> (digest, chunk spans)
     seen: Snapshot  # the vault's stat that ``changed`` was computed from
-    saved: bool  # the graph was the saved one, not rebuilt from the cache
+    namer: Namer | None  # the graph's entity names, if saved with it
 
 
 def plan(
@@ -111,20 +111,22 @@ def plan(
     with building():
         saved = _saved(ledger, root, stamp)
         if saved is not None:
-            graph, spans = saved
-            return _stat(graph, spans, saved=True), "parse cache"
+            return _stat(*saved), "parse cache"
         return _from_cache(ledger, root, options)
 
 
-def save(ledger: Ledger, graph: VaultGraph, spans: dict[str, tuple[str, Spans]]) -> None:
-    """Save the graph and the notes' chunk spans for the next start (see the module's
-    docstring); written whole to a new file, then renamed over the old one."""
+def save(
+    ledger: Ledger, graph: VaultGraph, spans: dict[str, tuple[str, Spans]], namer: Namer
+) -> None:
+    """Save the graph, the notes' chunk spans and the entity names for the next start
+    (see the module's docstring); written whole to a new file, then renamed over the
+    old one."""
     file = ledger.path.parent / SAVED
     part = file.with_name(file.name + ".part")
     stamp = fingerprint(graph.filter, extracting=False)
     try:
         with open(part, "wb") as fh:
-            pickle.dump((stamp, graph, spans), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((stamp, graph, spans, namer), fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(part, file)
     finally:
         part.unlink(missing_ok=True)
@@ -132,17 +134,19 @@ def save(ledger: Ledger, graph: VaultGraph, spans: dict[str, tuple[str, Spans]])
 
 def _saved(
     ledger: Ledger, root: Path, stamp: str
-) -> tuple[VaultGraph, dict[str, tuple[str, Spans]]] | None:
+) -> tuple[VaultGraph, dict[str, tuple[str, Spans]], Namer] | None:
     """The saved graph, if it is the one the store was built from: the same options
     and vault, the cache's attachments, and the ledger's notes, each with the digest
     the ledger holds (a graph saved while a batch was unwritten, or before a crash
     and later batches, is not)."""
     try:
         with open(ledger.path.parent / SAVED, "rb") as fh:
-            saved_stamp, graph, spans = pickle.load(fh)
+            saved_stamp, graph, spans, namer = pickle.load(fh)
     except (OSError, ImportError, *_BAD_PICKLE):
         return None
     if saved_stamp != stamp or not isinstance(graph, VaultGraph):
+        return None
+    if not isinstance(namer, Namer):
         return None
     if graph.root != root:  # the options are in the stamp
         return None
@@ -150,7 +154,7 @@ def _saved(
         return None
     if {p: n.digest for p, n in graph.notes.items()} != ledger.digests():
         return None
-    return graph, spans
+    return graph, spans, namer
 
 
 def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Restart | None, str]:
@@ -173,10 +177,10 @@ def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Rest
     if {p: n.digest for p, n in notes.items()} != ledger.digests():
         return None, "the parse cache disagrees with the ledger"
     graph = VaultGraph.from_notes(root, options, notes, attachments)
-    return _stat(graph, spans, saved=False), "parse cache"
+    return _stat(graph, spans, None), "parse cache"
 
 
-def _stat(graph: VaultGraph, spans: dict[str, tuple[str, Spans]], saved: bool) -> Restart:
+def _stat(graph: VaultGraph, spans: dict[str, tuple[str, Spans]], namer: Namer | None) -> Restart:
     """The restart of ``graph``: the vault's stat, and the files that differ from the
     ones the graph read."""
     notes, attachments = graph.notes, graph.attachments
@@ -189,4 +193,4 @@ def _stat(graph: VaultGraph, spans: dict[str, tuple[str, Spans]], saved: bool) -
                 changed.add(path)
         elif path not in attachments:
             changed.add(path)
-    return Restart(graph, changed, spans, now, saved)
+    return Restart(graph, changed, spans, now, namer)
