@@ -90,9 +90,10 @@ def test_a_restart_reads_only_the_files_that_changed(tmp_path: Path) -> None:
 def test_the_first_stat_after_a_restart_is_the_one_it_compared_with_the_cache(
     tmp_path: Path,
 ) -> None:
-    """The daemon's first reconciliation snapshot is the restart's own stat, not a
-    second walk: a file changed after the restart looked (before the watcher runs)
-    differs from it, so the next reconciliation finds the change. Later calls walk."""
+    """The daemon's first reconciliation snapshot is the restart's own stat (taken in
+    its first sync, once serving), not a second walk: a file changed after the restart
+    looked differs from it, so the next reconciliation finds the change even if the
+    watcher missed it. Later calls walk."""
     from wikid.core.vault import changed, snapshot
 
     vault, wd, ws = tmp_path / "vault", tmp_path / "wd", unique_workspace("stat")
@@ -104,6 +105,7 @@ def test_the_first_stat_after_a_restart_is_the_one_it_compared_with_the_cache(
     async def restart() -> tuple[set[str], set[str]]:
         idx = await Index.open(vault, wd, workspace=ws)
         try:
+            assert (await idx.sync())["start"] == "parse cache"
             write(vault, "n2.md", "# Note 2\nChanged after the restart's stat.\n")
             first = await idx.stat()
             now = snapshot(vault, idx.graph.filter)

@@ -177,7 +177,6 @@ class Daemon:
         )
         self.watcher.start(loop)  # before the initial sync, so no change during it is missed
         self._phase("initial sync")
-        self._snapshot = await self.index.stat()
         async with self._batch_lock:  # queries wait for it (see _consistent)
             self.busy = True
             self.index.let_in(Live(self._live_due, self._live_batch, self.stopping.is_set))
@@ -190,6 +189,7 @@ class Daemon:
                 self.index.let_in(None)
         if not report:
             return await self._shut_down()
+        self._snapshot = await self.index.stat()  # a restart's, or a walk now
         self.last_sync = time.time()
         freeze_long_lived()
         log.info("initial sync", vault=str(self.cfg.path), **report)

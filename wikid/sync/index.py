@@ -61,17 +61,17 @@ class Index:
     sink: Sink
     extractor: Extractor | None = None  # None: extraction is off
     skipped: int = 0  # chunks the salience filter kept from the LLM, last time it looked
-    # A restart from the parse cache: the paths the first sync updates the cached graph
-    # with (None: the first sync is a full reconcile), and why.
-    startup: set[str] | None = None
+    # A restart from the parse cache: the first sync updates the cached graph with the
+    # files that changed (False: the first sync is a full reconcile), and why.
+    startup: bool = False
     startup_reason: str = "full"
     # Where the graph came from: "files" (read them all), "parse cache" (rebuilt from
     # the cache's notes) or "saved" (the graph the last close saved, see restart.save).
     graph_from: str = "files"
-    # The vault's stat the restart compared with the cache (None after a full load, and
-    # once ``stat()`` handed it over): the daemon's first reconciliation snapshot, so it
-    # does not walk the vault again (0.3 s at 10k notes), and a change between that
-    # stat and the watcher's start is a difference the next reconciliation finds.
+    # The vault's stat a restart's first sync compared with the cache (None after a full
+    # load, and once ``stat()`` handed it over): the daemon's first reconciliation
+    # snapshot, so it does not walk the vault again (0.3 s at 10k notes); the watcher
+    # was started before it, so no change after it is missed.
     seen: Snapshot | None = None
     lock: StoreLock | None = None  # this process is the store's one writer
     synced: bool = False  # the first sync is done: the graph is the store's
@@ -140,7 +140,7 @@ class Index:
                 extractor = Extractor(ExtractionCache(db), CostLedger(db), extraction)
             index = cls(vault, vg, store, _sink(vg, store, extractor), extractor, lock=lock)
             if plan is not None:
-                index.startup, index.seen = plan.changed, plan.seen
+                index.startup = True
                 index.sink.mapper.know_spans(plan.spans)
                 index.graph_from = "parse cache"
                 if plan.namer is not None:  # saved with the graph: no need to name it again
@@ -366,17 +366,20 @@ class Index:
         started = time.perf_counter()
         before = self.store.ledger.digests()
         report: BatchReport
-        if self.startup is not None:  # the graph is the store's: bring it up to date
+        if self.startup:  # the graph is the store's: serve it, then bring it up to date
             if self.graph_from != "saved":
                 await asyncio.to_thread(self.sink.prime)  # 13k names: 0.3 s of CPU
             if self.sink.on_search_ready is not None:
                 self.sink.on_search_ready()  # the search index is the store's too
-            changes = await asyncio.to_thread(self.vg.read, self.startup)
+            # The vault's stat only now: 0.3 s at 13k notes, and seconds of inode reads
+            # after a reboot (a login's start); ``stat()`` hands it to the daemon.
+            paths, self.seen = await asyncio.to_thread(restart.changed_since, self.vg)
+            changes = await asyncio.to_thread(self.vg.read, paths)
             read = changes[0]  # path -> the note now (None: gone)
             left = {p for p in self.vg.notes if p not in read} | {p for p, n in read.items() if n}
             self._refuse_empty(before, left, force)
             _, report = await self._apply(changes)
-            self.startup = None
+            self.startup = False
         else:
             self._refuse_empty(before, set(self.vg.notes), force)
             report = await self.sink.reconcile_all()

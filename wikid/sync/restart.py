@@ -5,9 +5,9 @@ record with the ledger, minutes on a 13k-note vault, at every login. Instead,
 each batch also commits, in the same transaction as the mirror, what parsing
 produced for each file it touched (the parse cache: the ``Note``, with the
 ``(mtime_ns, size)`` it was read at). A restart then rebuilds the graph the
-store was built from out of that cache, reading no file; stats the vault;
-and runs one ordinary incremental update over the files whose stat differs,
-which appeared or which vanished. The sink applies that delta like any other
+store was built from out of that cache, reading no file; serves it; stats the
+vault; and runs one ordinary incremental update over the files whose stat
+differs, which appeared or which vanished. The sink applies that delta like any other
 batch, so the store equals a fresh build for the same reason it does after
 an edit (invariant 6).
 
@@ -84,12 +84,11 @@ def file_rows(vg: VaultGraph, paths: set[str], spans: Callable[[str], Spans]) ->
 
 @dataclass
 class Restart:
-    """The graph the store was built from, and the paths to update it with."""
+    """The graph the store was built from (``changed_since`` says what to update it
+    with: after serving starts, since a cold page cache makes the walk seconds)."""
 
     graph: VaultGraph
-    changed: set[str]
     spans: dict[str, tuple[str, Spans]]  # path -> (digest, chunk spans)
-    seen: Snapshot  # the vault's stat that ``changed`` was computed from
     namer: Namer | None  # the graph's entity names, if saved with it
 
 
@@ -111,7 +110,7 @@ def plan(
     with building():
         saved = _saved(ledger, root, stamp)
         if saved is not None:
-            return _stat(*saved), "parse cache"
+            return Restart(*saved), "parse cache"
         return _from_cache(ledger, root, options)
 
 
@@ -177,12 +176,12 @@ def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Rest
     if {p: n.digest for p, n in notes.items()} != ledger.digests():
         return None, "the parse cache disagrees with the ledger"
     graph = VaultGraph.from_notes(root, options, notes, attachments)
-    return _stat(graph, spans, None), "parse cache"
+    return Restart(graph, spans, None), "parse cache"
 
 
-def _stat(graph: VaultGraph, spans: dict[str, tuple[str, Spans]], namer: Namer | None) -> Restart:
-    """The restart of ``graph``: the vault's stat, and the files that differ from the
-    ones the graph read."""
+def changed_since(graph: VaultGraph) -> tuple[set[str], Snapshot]:
+    """The files that differ from the ones ``graph`` read, and the vault's stat they
+    were found in."""
     notes, attachments = graph.notes, graph.attachments
     now = snapshot(graph.root, graph.filter, errors=graph.walk_errors)
     changed = {p for p in notes.keys() | attachments if p not in now}
@@ -193,4 +192,4 @@ def _stat(graph: VaultGraph, spans: dict[str, tuple[str, Spans]], namer: Namer |
                 changed.add(path)
         elif path not in attachments:
             changed.add(path)
-    return Restart(graph, changed, spans, now, namer)
+    return changed, now
