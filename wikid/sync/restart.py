@@ -7,21 +7,22 @@ produced for each file it touched (the parse cache: the ``Note``, with the
 ``(mtime_ns, size)`` it was read at). A restart then rebuilds the graph the
 store was built from out of that cache, reading no file; serves it; stats the
 vault; and runs one ordinary incremental update over the files whose stat
-differs, which appeared or which vanished. The sink applies that delta like any other
-batch, so the store equals a fresh build for the same reason it does after
+differs, which appeared or which vanished. The sink applies that delta like any
+other batch, so the store equals a fresh build for the same reason it does after
 an edit (invariant 6).
 
 At close, the graph itself is saved beside the store (``save``), with each
 note's chunk spans and the entity names: a start loads it in one read (0.5 s at
 13k notes) instead of rebuilding it from the cache's notes, which resolves every
-link again (1.9 s), and naming every node again (0.3 s). It is used only while it agrees with the ledger, note by note and
-digest by digest, and with the cache's paths; else the cache's notes rebuild
-it. Either way the start then stats the vault and updates what changed.
+link again (1.9 s), and naming every node again (0.3 s). It is used only while
+it agrees with the ledger, note by note and digest by digest, and with the
+cache's paths; else the cache's notes rebuild it. Either way the start then
+stats the vault and updates what changed.
 
-When the cache cannot be trusted, the start is a full reconcile, as before:
-no cache yet, other vault options or another cache format (``fingerprint``),
-a batch left unfinished (``pending``), a cache that disagrees with the
-ledger's notes, or extraction on (its index needs every note's chunks).
+When the cache cannot be trusted, the start is a full reconcile, as before: no
+cache yet, a full sync that did not finish (stopped or crashed), other vault options or another cache format (``fingerprint``), a
+batch left unfinished (``pending``), a cache that disagrees with the ledger's
+notes, or extraction on (its index needs every note's chunks).
 """
 
 from __future__ import annotations
