@@ -134,7 +134,7 @@ def test_a_stop_during_the_first_sync_ends_it_and_the_next_start_goes_on(tmp_pat
     embedding step, not after the embedding (20 minutes at 13k notes; systemd kills a
     stop after 90 s). The next start reconciles from there, embeds only what was not
     cached yet, and ends equal to a fresh build."""
-    vault = _vault(tmp_path / "vault", 300)
+    vault = _vault(tmp_path / "vault", 150)
     d = DaemonProc(vault, tmp_path).start(wait=False)
     deadline = time.monotonic() + 600
     while True:  # serving, with some texts embedded and most still ahead
