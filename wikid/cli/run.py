@@ -28,7 +28,9 @@ def tune_for_the_daemon() -> None:
     worker threads that plan, parse and load in Python, and each time it wants the GIL
     back it waited up to an interval per busy thread. Measured on 2 cores (status every
     10 ms): 13k restarts, p99 53 -> 32 ms and worst 99 -> 68 ms (medians of 5 each); a
-    cold start of vaultofknowledge, p99 33 -> 16 ms, with serving no later."""
+    cold start of vaultofknowledge, p99 33 -> 16 ms, with serving no later; cold starts
+    of 900 of its notes, fully embedded in 73.8 s against 73.5 s (medians of 3), p99
+    18 -> 8 ms, worst 42 -> 21 ms."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sys.setswitchinterval(0.001)
 
