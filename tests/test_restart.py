@@ -280,7 +280,8 @@ def test_a_saved_graph_is_used_only_while_it_agrees_with_the_ledger(tmp_path: Pa
     report, store, (state, names) = asyncio.run(_open_sync_state(vault, wd, ws))
     assert report["graph"] == "parse cache" and report["read"] == 0
     assert_same_store(store, asyncio.run(fresh_export(vault)))
-    assert (state, names) == (graph_state(VaultGraph.load(vault)), naming(VaultGraph.load(vault)))
+    fresh = VaultGraph.load(vault)
+    assert (state, names) == (graph_state(fresh), naming(fresh))
 
     saved_graph(wd).write_bytes(b"not a pickle")
     report, _ = asyncio.run(_open_sync(vault, wd, ws))
