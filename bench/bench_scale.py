@@ -235,4 +235,6 @@ if __name__ == "__main__":
     ap.add_argument("--queries", type=int, default=30)
     ap.add_argument("--drop-caches", action="store_true", help="restarts as after a reboot")
     a = ap.parse_args()
+    if a.drop_caches and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        ap.error("--drop-caches empties the page cache, which needs root")
     main([int(s) for s in a.sizes.split(",") if s], a.vok, a.edits, a.queries, a.drop_caches)
