@@ -7,6 +7,14 @@ batch. Everything that writes to the file in this process therefore goes
 through the same connection, and ``transaction()`` nests: only the
 outermost one issues BEGIN/COMMIT.
 
+Why every call takes a lock: CPython binds parameters and reads result columns
+with the GIL held, and SQLite (serialized mode) makes each of those calls wait
+for the connection's mutex. So a thread that runs a cached statement while
+another thread's statement is still stepping (a cold-disk read can take
+seconds) waits for that mutex holding the GIL, and the whole process freezes:
+the event loop, ``status`` and the embedding thread. ``Connection`` makes the
+second thread wait on a Python lock instead, which releases the GIL.
+
 Why WAL: another process (``wikid export``, LightRAG's WebUI) reads a
 consistent snapshot while the daemon writes, and neither blocks the other.
 """
@@ -17,9 +25,10 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 IN_BATCH = 400  # ids per "IN (...)" list, under SQLite's bound-variable limit
@@ -36,6 +45,69 @@ def in_batches(ids: list[str]) -> Iterator[list[str]]:
 _lock = threading.Lock()
 
 
+class Cursor:
+    """A cursor whose every SQLite call (each step, each row) holds the connection's
+    lock. ``rowcount`` and ``lastrowid`` are plain attributes, read without it."""
+
+    def __init__(self, cursor: sqlite3.Cursor, lock: threading.RLock) -> None:
+        self._cursor = cursor
+        self._lock = lock
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    @property
+    def lastrowid(self) -> int | None:
+        return self._cursor.lastrowid
+
+    def fetchone(self) -> Any:
+        with self._lock:
+            return self._cursor.fetchone()
+
+    def fetchmany(self, size: int) -> list[Any]:
+        with self._lock:
+            return self._cursor.fetchmany(size)
+
+    def fetchall(self) -> list[Any]:
+        with self._lock:
+            return self._cursor.fetchall()
+
+    def __iter__(self) -> Iterator[Any]:
+        while rows := self.fetchmany(256):  # a lock per 256 rows, not per row
+            yield from rows
+
+
+class Connection:
+    """A ``sqlite3.Connection`` shared by threads, one SQLite call at a time (see the
+    module's docstring for the freeze this prevents)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._lock = threading.RLock()
+
+    def execute(self, sql: str, args: Any = ()) -> Cursor:
+        with self._lock:
+            return Cursor(self._conn.execute(sql, args), self._lock)
+
+    def executemany(self, sql: str, rows: Iterable[Any]) -> Cursor:
+        with self._lock:
+            return Cursor(self._conn.executemany(sql, rows), self._lock)
+
+    def executescript(self, script: str) -> None:
+        with self._lock:
+            self._conn.executescript(script)
+
+    def set_trace_callback(self, callback: Callable[[str], object] | None) -> None:
+        """Every statement run, as SQLite expands it (tests count them)."""
+        with self._lock:
+            self._conn.set_trace_callback(callback)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
 class Database:
     """A connection in autocommit mode; ``transaction()`` groups writes."""
 
@@ -44,12 +116,12 @@ class Database:
         self.read_only = read_only
         if read_only:  # a reader beside the daemon: SQLite itself refuses every write
             uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-            self.conn = sqlite3.connect(
-                uri, uri=True, isolation_level=None, check_same_thread=False
-            )
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self.conn = Connection(conn)
+        if not read_only:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA busy_timeout=10000")
@@ -115,7 +187,7 @@ class Database:
         self.rollbacks += 1
 
     @contextmanager
-    def _joined(self) -> Iterator[sqlite3.Connection]:
+    def _joined(self) -> Iterator[Connection]:
         """The body of a transaction already begun or joined (``_begin``): the last one
         out commits, or rolls back if the body raised."""
         try:
@@ -126,14 +198,14 @@ class Database:
         self._end(commit=True)
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[Connection]:
         """A write transaction; inside another one it simply joins it."""
         self._begin()
         with self._joined() as conn:
             yield conn
 
     @asynccontextmanager
-    async def transaction_async(self) -> AsyncIterator[sqlite3.Connection]:
+    async def transaction_async(self) -> AsyncIterator[Connection]:
         """``transaction()`` for a batch written from the event loop: its COMMIT (the
         WAL write of everything the batch changed) runs in a worker thread. It counts
         as open until the COMMIT is done, so a write meanwhile joins it."""
@@ -154,7 +226,7 @@ class Database:
                 self._state.notify_all()
 
     @contextmanager
-    def snapshot(self) -> Iterator[sqlite3.Connection]:
+    def snapshot(self) -> Iterator[Connection]:
         """Reads that all see one committed state, whatever another process writes
         (inside a write transaction: that transaction's state)."""
         me = threading.get_ident()

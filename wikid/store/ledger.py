@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
@@ -30,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from wikid.store._sqlite import Database, in_batches
+from wikid.store._sqlite import Connection, Database, in_batches
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -285,5 +284,5 @@ class Ledger:
                 ((h, v.astype(np.float32).tobytes()) for h, v in items.items()),
             )
 
-    def _tx(self) -> AbstractContextManager[sqlite3.Connection]:
+    def _tx(self) -> AbstractContextManager[Connection]:
         return self.database.transaction()

@@ -35,7 +35,7 @@ import numpy as np
 from lightrag.base import BaseVectorStorage
 from lightrag.utils import compute_mdhash_id, validate_workspace
 
-from wikid.store._sqlite import in_batches
+from wikid.store._sqlite import Connection, in_batches
 from wikid.store._vector_index import VectorIndex, normalized
 from wikid.store.sqlite_backend import Connected
 
@@ -91,7 +91,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
     def _file(self) -> Path:
         return self.db.path.parent / f"wikid-vectors-{self.namespace}.npz"
 
-    def _stamp(self, conn: sqlite3.Connection) -> tuple[int, int]:
+    def _stamp(self, conn: Connection) -> tuple[int, int]:
         """(write generation, rows) of this namespace: what the saved matrix must match."""
         try:
             row = conn.execute(
@@ -104,7 +104,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         ).fetchone()
         return (int(row[0]) if row else 0, int(count))
 
-    def _bump(self, conn: sqlite3.Connection) -> None:
+    def _bump(self, conn: Connection) -> None:
         """A new generation, in the write's own transaction. The first one is random, so
         a store deleted and built again never reaches a stamp an old file holds."""
         conn.execute(
