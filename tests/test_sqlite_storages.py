@@ -282,6 +282,9 @@ def test_vector_storage_matches_stock(tmp_path: Path) -> None:
         await t("get_by_ids", ["rel-2", "rel-9", "rel-0"])
         vecs = await t("get_vectors_by_ids", ["rel-0", "rel-9"])
         assert list(vecs) == ["rel-0"] and len(vecs["rel-0"]) == 384
+        arrays = await t.ours.get_arrays_by_ids(["rel-0", "rel-9", "rel-0"])  # the query's
+        exact = await t.ours.get_vectors_by_ids(["rel-0"])
+        assert list(arrays) == ["rel-0"] and arrays["rel-0"].tolist() == exact["rel-0"]
         await t("upsert", {"rel-0": {**rows["rel-0"], "content": "Ada worked with Babbage"}})
         await t("delete", ["rel-3"])
         await t("index_done_callback")

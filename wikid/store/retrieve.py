@@ -184,7 +184,9 @@ async def _by_similarity(
     """Each list's chunk ids, most similar to the question first, ``k`` of each."""
     if not first and not second:
         return [], []
-    found = await chunks_vdb.get_vectors_by_ids(first + second)
+    # wikid's SQLite storage gives arrays (the same numbers); stock ones give lists.
+    fetch = getattr(chunks_vdb, "get_arrays_by_ids", chunks_vdb.get_vectors_by_ids)
+    found = await fetch(first + second)
     q = np.asarray(question, np.float32)
     q = q / (np.linalg.norm(q) or 1.0)
 

@@ -274,13 +274,21 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         return await asyncio.to_thread(self._vectors, ids)
 
     def _vectors(self, ids: list[str]) -> dict[str, list[float]]:
+        return {k: v.tolist() for k, v in self._arrays(ids).items()}
+
+    async def get_arrays_by_ids(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """``get_vectors_by_ids`` as float32 arrays holding the same numbers: what the
+        query ranks chunks by (``store.retrieve``), without making 384 Python floats
+        per vector and reading them back (7 of a query's 11 ms for 200 chunks)."""
+        return await asyncio.to_thread(self._arrays, ids)
+
+    def _arrays(self, ids: list[str]) -> dict[str, np.ndarray]:
         found = dict(self._select("id, vec", list(ids)))  # one query per 400 ids
-        out: dict[str, list[float]] = {}
-        for k in ids:
-            if k in found and k not in out:
-                vec = np.frombuffer(found[k], np.float32)
-                out[k] = vec.astype(np.float16).astype(np.float32).tolist()
-        return out
+        return {
+            k: np.frombuffer(found[k], np.float32).astype(np.float16).astype(np.float32)
+            for k in dict.fromkeys(ids)
+            if k in found
+        }
 
     async def all_keys(self) -> list[str]:
         """Every vector id (wikid's export and migration list them)."""
