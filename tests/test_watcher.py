@@ -78,3 +78,31 @@ def test_a_burst_of_saves_coalesces_into_one_batch(tmp_path: Path) -> None:
 
     batches = asyncio.run(_batches(tmp_path, 3.0, burst, until=8.0))
     assert batches and set(names) <= batches[0]
+
+
+def test_a_save_in_a_folder_names_the_note_not_the_folder(tmp_path: Path) -> None:
+    """Watchdog reports the parent folder as modified beside each save, create and
+    move in it; a folder in a batch is walked and all its notes are read again. So a
+    save, an atomic save and a new note name only their files, while a folder that is
+    created or moved in is still named (its notes have no events of their own)."""
+    folder = tmp_path / "big"
+    folder.mkdir()
+    for i in range(5):
+        (folder / f"n{i}.md").write_text(f"n{i}\n", encoding="utf-8")
+    outside = tmp_path.parent / f"{tmp_path.name}-moved-in"
+    outside.mkdir()
+    (outside / "m.md").write_text("m\n", encoding="utf-8")
+
+    def act() -> None:
+        with open(folder / "n1.md", "a", encoding="utf-8") as fh:
+            fh.write("more\n")
+        tmp = folder / ".n2.md.tmp"
+        tmp.write_text("new\n", encoding="utf-8")
+        os.replace(tmp, folder / "n2.md")
+        (folder / "new.md").write_text("new\n", encoding="utf-8")
+        os.replace(outside, folder / "moved")
+
+    batches = asyncio.run(_batches(tmp_path, 0.5, act, until=3.0))
+    seen = set().union(*batches)
+    assert {"big/n1.md", "big/n2.md", "big/new.md", "big/moved"} <= seen, seen
+    assert "big" not in seen, seen

@@ -74,6 +74,13 @@ class Watcher(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
             return
+        if event.is_directory and event.event_type == "modified":
+            # Watchdog adds one for the parent folder to every file's save, create,
+            # delete and move, beside the event naming that file. Queued, the folder
+            # was walked and every note in it read again: 1.3 s a save in a real
+            # vault's 1,000-note folder. A folder's other events (created, moved,
+            # deleted, attributes changed) still name it.
+            return
         paths = [event.src_path, getattr(event, "dest_path", "")]
         rels = [r for r in (self._relative(p) for p in paths if p) if r is not None]
         if rels:
