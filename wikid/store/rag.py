@@ -108,12 +108,14 @@ def warm(backend: str, llm: bool = False) -> None:
     """Load, in the calling thread, what opening a store would otherwise load on the
     event loop: tiktoken's table (0.2 s) and the backend's storage modules, which
     LightRAG imports in its constructor (a 0.15-0.23 s stall measured), and with
-    ``llm`` the HTTP client (0.1 s, else on the first question). The daemon calls it
-    before it listens; ``Index.open`` again, in a worker thread, for every other
-    caller (a second call finds all loaded)."""
+    ``llm`` the HTTP client (0.1 s, else on the first question). One text is encoded
+    too: tiktoken imports ``regex`` for its special tokens at the first encode (a
+    246 ms stall of the loop, measured in a cold start). The daemon calls it before it
+    listens; ``Index.open`` again, in a worker thread, for every other caller (a
+    second call finds all loaded)."""
     from lightrag import kg
 
-    offline_tokenizer()
+    offline_tokenizer().encode("wikid")
     if llm:
         import_client()
     for name in STORAGE_CLASSES[backend]:

@@ -121,13 +121,18 @@ class Index:
             # read (status answers meanwhile); the open ends once it is loaded.
             model = embedder or LoadingMiniLM()
             await asyncio.to_thread(warm, backend)  # tiktoken, storage modules: 0.4 s
-            store = Store(
-                workdir,
-                workspace,
-                model,
-                backend=backend,
-                llm_func=llm_func,
-                postgres_url=postgres_url,
+            # In a thread too: creating the store's file (WAL, schema) held the event
+            # loop 560 ms in a first start, and LightRAG's construction takes more.
+            store = await asyncio.to_thread(
+                functools.partial(
+                    Store,
+                    workdir,
+                    workspace,
+                    model,
+                    backend=backend,
+                    llm_func=llm_func,
+                    postgres_url=postgres_url,
+                )
             )
             # The parse cache is read while the storages open (the vector matrix loads:
             # seconds at 13k); a store started over voids what it read.
