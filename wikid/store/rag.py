@@ -19,6 +19,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -411,50 +412,70 @@ class Store:
 
         self._caching = True
         try:
-            ent_rows, rel_rows, chunk_rows = self._vector_rows(ops)
-            nodes = [
-                (n, {**NODE_DEFAULTS, "entity_id": n, **rec, "created_at": now})
-                for n, rec in ops.entity.items()
-                if rec is not None
-            ]
-            await _in_parts(graph.upsert_nodes_batch, nodes)
-            await _in_parts(r.entities_vdb.upsert, list(ent_rows.items()), rows=True)
-            edges = [
-                (
-                    rec["src_id"],
-                    rec["tgt_id"],
-                    {k: rec.get(k, "") for k in EDGE_FIELDS} | {"created_at": now},
-                )
-                for rec in ops.relation.values()
-                if rec is not None
-            ]
-            await _in_parts(graph.upsert_edges_batch, edges)
-            await _in_parts(r.relationships_vdb.upsert, list(rel_rows.items()), rows=True)
-            # LightRAG's KV storages add fields to the dicts they are given: pass copies.
-            chunks = [(k, dict(v)) for k, v in ops.chunk.items() if v is not None]
-            await _in_parts(r.text_chunks.upsert, chunks, rows=True)
-            await _in_parts(r.chunks_vdb.upsert, list(chunk_rows.items()), rows=True)
-            docs = {k: v for k, v in ops.doc.items() if v is not None}
-            if docs:
-                await r.full_docs.upsert(
-                    {
-                        k: {"content": v["content"], "file_path": v["file_path"]}
-                        for k, v in docs.items()
-                    }
-                )
-                await r.doc_status.upsert(
-                    {
-                        k: {key: v[key] for key in v if key != "content"}
-                        | {"created_at": now, "updated_at": now}
-                        for k, v in docs.items()
-                    }
-                )
+            # The rows in a worker thread: a cold start's slice of thousands of records
+            # held the event loop 140-160 ms building them here.
+            rows = await asyncio.to_thread(_upsert_rows, self, ops, now)
+            await _in_parts(graph.upsert_nodes_batch, rows.nodes)
+            await _in_parts(r.entities_vdb.upsert, rows.entities, rows=True)
+            await _in_parts(graph.upsert_edges_batch, rows.edges)
+            await _in_parts(r.relationships_vdb.upsert, rows.relations, rows=True)
+            await _in_parts(r.text_chunks.upsert, rows.chunks, rows=True)
+            await _in_parts(r.chunks_vdb.upsert, rows.chunk_vectors, rows=True)
+            if rows.docs:
+                await r.full_docs.upsert(rows.docs)
+                await r.doc_status.upsert(rows.doc_status)
             # finalize_storages() does not flush the graph: flush every storage explicitly,
             # once. (Vector stores may embed lazily here, so the cache stays on until done.)
             for storage in self._storages():
                 await storage.index_done_callback()
         finally:
             self._caching = False
+
+
+@dataclass
+class _Rows:
+    """One batch's upserts, in the form each storage takes them."""
+
+    nodes: list[tuple[str, dict[str, Any]]]
+    entities: list[tuple[str, dict[str, Any]]]
+    edges: list[tuple[str, str, dict[str, Any]]]
+    relations: list[tuple[str, dict[str, Any]]]
+    chunks: list[tuple[str, dict[str, Any]]]
+    chunk_vectors: list[tuple[str, dict[str, Any]]]
+    docs: dict[str, dict[str, Any]]
+    doc_status: dict[str, dict[str, Any]]
+
+
+def _upsert_rows(store: Store, ops: Ops, now: str) -> _Rows:
+    ent_rows, rel_rows, chunk_rows = store._vector_rows(ops)
+    docs = {k: v for k, v in ops.doc.items() if v is not None}
+    return _Rows(
+        nodes=[
+            (n, {**NODE_DEFAULTS, "entity_id": n, **rec, "created_at": now})
+            for n, rec in ops.entity.items()
+            if rec is not None
+        ],
+        entities=list(ent_rows.items()),
+        edges=[
+            (
+                rec["src_id"],
+                rec["tgt_id"],
+                {k: rec.get(k, "") for k in EDGE_FIELDS} | {"created_at": now},
+            )
+            for rec in ops.relation.values()
+            if rec is not None
+        ],
+        relations=list(rel_rows.items()),
+        # LightRAG's KV storages add fields to the dicts they are given: pass copies.
+        chunks=[(k, dict(v)) for k, v in ops.chunk.items() if v is not None],
+        chunk_vectors=list(chunk_rows.items()),
+        docs={k: {"content": v["content"], "file_path": v["file_path"]} for k, v in docs.items()},
+        doc_status={
+            k: {key: v[key] for key in v if key != "content"}
+            | {"created_at": now, "updated_at": now}
+            for k, v in docs.items()
+        },
+    )
 
 
 async def _in_parts(
