@@ -414,7 +414,7 @@ class Store:
         try:
             # The rows in a worker thread: a cold start's slice of thousands of records
             # held the event loop 140-160 ms building them here.
-            rows = await asyncio.to_thread(_upsert_rows, self, ops, now)
+            rows = await asyncio.to_thread(_upsert_rows, ops, now)
             await _in_parts(graph.upsert_nodes_batch, rows.nodes)
             await _in_parts(r.entities_vdb.upsert, rows.entities, rows=True)
             await _in_parts(graph.upsert_edges_batch, rows.edges)
@@ -446,8 +446,8 @@ class _Rows:
     doc_status: dict[str, dict[str, Any]]
 
 
-def _upsert_rows(store: Store, ops: Ops, now: str) -> _Rows:
-    ent_rows, rel_rows, chunk_rows = store._vector_rows(ops)
+def _upsert_rows(ops: Ops, now: str) -> _Rows:
+    ent_rows, rel_rows, chunk_rows = Store._vector_rows(ops)
     docs = {k: v for k, v in ops.doc.items() if v is not None}
     return _Rows(
         nodes=[
