@@ -43,8 +43,9 @@ from wikid.sync.records import Namer, Spans
 
 # Bump when what a cached row means changes, or when the records made from the same notes
 # change (2: property links are described "A —key→ B"; 3: a row holds the note's chunk
-# spans too), so a restart reconciles every key.
-FORMAT = 3
+# spans too; 4: a chunk's size is the sum of its pieces' counts, which moves a few
+# chunk boundaries under the approximate counter), so a restart reconciles every key.
+FORMAT = 4
 META_KEY = "parse_cache"
 SAVED = "wikid-graph.pickle"  # beside the ledger's file
 _BAD_PICKLE = (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError)
