@@ -14,7 +14,7 @@ from wikid.store.embed import MINILM_MAX_TOKENS, default_embedder
 count = default_embedder().count_tokens
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.text(max_size=120), st.text(max_size=120), st.sampled_from([" ", "\n\n", "\n"]))
 def test_token_counts_add_across_whitespace(a: str, b: str, sep: str) -> None:
     together, apart = count(a + sep + b), count(a) + count(b)
@@ -27,7 +27,9 @@ _word = st.one_of(
     st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Zs", "Cc")), max_size=12),
 )
 _sentence = st.lists(_word, min_size=1, max_size=60).map(lambda ws: " ".join(ws) + ".")
-_paragraph = st.lists(_sentence, min_size=1, max_size=30).map(" ".join)
+# Each paragraph opens with a plain word, so that none reads as a heading, a fence or
+# frontmatter (those are not body text).
+_paragraph = st.lists(_sentence, min_size=1, max_size=30).map(lambda ss: "Note " + " ".join(ss))
 
 
 @settings(max_examples=60, deadline=None)
