@@ -14,7 +14,7 @@ from wikid.store.embed import MINILM_MAX_TOKENS, default_embedder
 count = default_embedder().count_tokens
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(st.text(max_size=120), st.text(max_size=120), st.sampled_from([" ", "\n\n", "\n"]))
 def test_token_counts_add_across_whitespace(a: str, b: str, sep: str) -> None:
     together, apart = count(a + sep + b), count(a) + count(b)
