@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -61,6 +64,7 @@ def webui_graph(browser: str, page: str, out: Path, settle_s: float = 8.0) -> Pa
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its helpers too, so that all of them can be ended
         )
         try:
             deadline = time.monotonic() + 30
@@ -76,6 +80,20 @@ def webui_graph(browser: str, page: str, out: Path, settle_s: float = 8.0) -> Pa
                     time.sleep(0.2)
             asyncio.run(_cdp(ws_url, page, out, settle_s))
         finally:
-            proc.terminate()
-            proc.wait(10)
+            _end_group(proc)
     return out
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """End the browser and every helper it started before its profile is removed: a
+    helper still writing there made the removal fail ("Directory not empty")."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline + 2:  # (a helper left a zombie counts as there)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL if time.monotonic() > deadline else 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
