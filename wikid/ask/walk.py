@@ -88,7 +88,7 @@ class Meaning:
         new = [x for x in wanted if x not in self._memo]
         if len(self._memo) + len(new) > self.KEEP:
             self._memo.clear()
-        for x in new:  # one at a time: an int8 model's vector depends on its batch
+        for x in new:  # one at a time: an HTTP embedder's vector may depend on its batch
             self._memo[x] = _unit(self._embed([humane(x)]))[0]
         sims = words @ np.stack([self._memo[x] for x in wanted]).T
         return {x: float(s) for x, s in zip(wanted, sims.max(axis=0), strict=True)}
