@@ -383,15 +383,17 @@ def test_a_store_of_older_vector_texts_starts_over_and_keeps_its_cached_vectors(
     assert third["start"] == "parse cache" and third["embedded"] == 0
 
 
+@pytest.mark.parametrize("slice_keys", [1, 2, 3, 5])
 def test_a_full_reconcile_in_many_slices_equals_one_batch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slice_keys: int
 ) -> None:
-    """A big vault's cold index runs in slices (bounded memory); with slices of a few keys,
-    even across a rename that hands one entity name to another node, the result is the
-    same store as one batch gives."""
+    """A big vault's cold index runs in slices (bounded memory), each planned while the
+    one before it embeds. With slices of a few keys, even across a rename that hands one
+    entity name to another node (planned ahead in another slice), the result is the same
+    store as one batch gives."""
     vault = tmp_path / "vault"
     shutil.copytree(EXAMPLE, vault)
-    monkeypatch.setattr(sink_module, "SLICE_KEYS", 5)
+    monkeypatch.setattr(sink_module, "SLICE_KEYS", slice_keys)
 
     async def run() -> dict[str, Any]:
         idx = await Index.open(vault, tmp_path / "wd", workspace=unique_workspace())

@@ -107,6 +107,58 @@ def test_many_threads_join_one_transaction_and_its_depth_returns_to_zero(tmp_pat
     assert other.conn.execute("SELECT count(*) FROM t").fetchone()[0] == 1600
 
 
+def test_an_async_batch_commits_only_after_a_write_that_joined_it_from_another_thread(
+    tmp_path: Path,
+) -> None:
+    """The embedding cache is written from a worker thread while a slice's batch is open
+    (the next slice embeds during the write): that write joins the batch and may outlive
+    its body. The batch commits once it has left, with its rows, and a thread that wants
+    to write meanwhile begins the next transaction."""
+    db = Database(tmp_path / "t.sqlite")
+    db.conn.execute("CREATE TABLE t (x INTEGER)")
+    inside, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def cache() -> None:
+        try:
+            with db.transaction() as conn:
+                conn.execute("INSERT INTO t VALUES (1)")
+                inside.set()
+                release.wait(5)
+                conn.execute("INSERT INTO t VALUES (2)")
+        except BaseException as exc:  # the thread's failure is the test's
+            errors.append(exc)
+
+    def later() -> None:
+        with db.transaction() as conn:
+            conn.execute("INSERT INTO t VALUES (3)")
+
+    async def main() -> None:
+        writer = threading.Thread(target=cache)
+        async with db.transaction_async() as conn:
+            conn.execute("INSERT INTO t VALUES (0)")
+            writer.start()
+            await asyncio.to_thread(inside.wait, 5)
+        # the batch's body is over; its COMMIT waited for the joined write (and the
+        # waiting thread may have written since, in a transaction of its own)
+        assert {0, 1, 2} <= {r[0] for r in db.conn.execute("SELECT x FROM t")}
+
+    async def run() -> None:
+        task = asyncio.create_task(main())
+        await asyncio.sleep(0.2)
+        third = threading.Thread(target=later)
+        third.start()  # waits: the batch's owner is closing
+        await asyncio.sleep(0.1)
+        release.set()
+        await task
+        await asyncio.to_thread(third.join, 5)
+
+    asyncio.run(run())
+    assert errors == [] and not db.in_transaction
+    other = Database(tmp_path / "t.sqlite", read_only=True)
+    assert sorted(r[0] for r in other.conn.execute("SELECT x FROM t")) == [0, 1, 2, 3]
+
+
 def test_a_thread_waiting_for_the_connection_does_not_freeze_the_process(
     tmp_path: Path,
 ) -> None:

@@ -35,7 +35,7 @@ from wikid.store.llm import LLMError
 from wikid.store.lock import StoreBusy
 from wikid.store.rag import warm
 from wikid.sync.index import Index, VaultMissing
-from wikid.sync.sink import Live, Stopped
+from wikid.sync.slices import Live, Stopped
 
 log = structlog.get_logger("wikid")
 QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"

@@ -128,6 +128,8 @@ class Database:
         self.users = 0
         self.rollbacks = 0  # in-memory caches over the file reload after one
         self._depth = 0  # nested write transactions (any thread's)
+        self._held: dict[int, int] = {}  # thread -> its nested holds of the transaction
+        self._closing = False  # its owner waits for joined threads to leave, to commit
         self._readers: list[int] = []  # threads in a snapshot's read transaction
         self._state = threading.Condition()
 
@@ -160,25 +162,61 @@ class Database:
     # it to end (it is short), else the snapshot's COMMIT would commit half a batch.
 
     def _begin(self) -> bool:
-        """Begin a write transaction, or join the open one; True if this began it."""
+        """Begin a write transaction, or join the open one; True if this began it. While
+        an async transaction's owner waits to commit, a thread not already in it waits
+        to begin the next one (else the owner might never see everyone leave)."""
+        me = threading.get_ident()
         with self._state:
+            if self._closing and not self._held.get(me):
+                self._state.wait_for(lambda: not self._closing)
             if self._depth == 0:
-                if threading.get_ident() in self._readers:
+                if me in self._readers:
                     raise RuntimeError("a write inside this thread's own snapshot")
                 self._state.wait_for(lambda: not self._readers)
                 self.conn.execute("BEGIN IMMEDIATE")
             self._depth += 1
+            self._held[me] = self._held.get(me, 0) + 1
             return self._depth == 1
+
+    def _leave(self, me: int) -> None:
+        """One hold of ``me``'s let go (under ``_state``)."""
+        self._depth -= 1
+        self._held[me] -= 1
+        if not self._held[me]:
+            del self._held[me]
 
     def _end(self, commit: bool) -> None:
         """Leave the transaction; the last one out commits (``commit``) or rolls back."""
         with self._state:
-            self._depth -= 1
+            self._leave(threading.get_ident())
             if self._depth == 0:
                 if commit:
                     self.conn.execute("COMMIT")
                 else:
                     self._rollback()
+            self._state.notify_all()  # an owner in ``_close`` waits for the others to leave
+
+    def _close(self, owner: int, commit: bool) -> None:
+        """End an async transaction, as its owner, once every thread that joined it has
+        left (a writer from another task, such as the embedding cache, may outlive the
+        batch's body): their statements belong to it, and it must not commit under them."""
+        with self._state:
+            self._closing = True
+            self._state.wait_for(lambda: self._depth == 1)
+        try:
+            if commit:
+                self.conn.execute("COMMIT")
+            else:
+                with self._state:
+                    self._rollback()
+        except BaseException:
+            with self._state:
+                self._rollback()
+            raise
+        finally:
+            with self._state:
+                self._leave(owner)
+                self._closing = False
                 self._state.notify_all()
 
     def _rollback(self) -> None:
@@ -213,17 +251,13 @@ class Database:
             with self._joined() as conn:
                 yield conn
             return
+        owner = threading.get_ident()
         try:
             yield self.conn
-            await asyncio.to_thread(self.conn.execute, "COMMIT")
         except BaseException:
-            with self._state:
-                self._rollback()
+            self._close(owner, commit=False)  # a joined write is a statement long
             raise
-        finally:
-            with self._state:
-                self._depth -= 1
-                self._state.notify_all()
+        await asyncio.to_thread(self._close, owner, True)
 
     @contextmanager
     def snapshot(self) -> Iterator[Connection]:

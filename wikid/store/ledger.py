@@ -84,6 +84,11 @@ class Ops:
     def counts(self) -> dict[str, int]:
         return {k: len(v) for k, v in self.by_kind().items()}
 
+    def meets(self, other: Ops) -> bool:
+        """Do the two batches write a key in common?"""
+        theirs = other.by_kind()
+        return any(not mine.keys().isdisjoint(theirs[k]) for k, mine in self.by_kind().items())
+
 
 def mirror_form(record: dict[str, Any]) -> dict[str, Any]:
     """What the ledger keeps of a record: long text only as its hash."""

@@ -314,22 +314,28 @@ class Store:
             return self.ledger.database.snapshot()
         return nullcontext()
 
-    async def embed_ahead(self, ops: Ops, interrupt: Callable[[], bool] | None = None) -> bool:
+    async def embed_ahead(
+        self,
+        ops: Ops,
+        interrupt: Callable[[], bool] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int | None:
         """Embed (and cache, committed at once) every text the batch will write, before
         its transaction opens: a crash mid-batch never costs those embeddings again, and
-        the transaction itself stays short. False: ``interrupt()`` said stop first.
+        the transaction itself stays short. Returns how many texts it embedded, or None:
+        ``interrupt()`` said stop first. ``progress(done, total)`` after each call.
         Hashing, cache reads and model calls run in a worker thread: on a slice of a
         cold start they are seconds of work, and the loop keeps answering."""
         texts = await asyncio.to_thread(self._uncached, ops)
-        if texts and self.progress is not None:
-            self.progress(0, len(texts))
+        if texts and progress is not None:
+            progress(0, len(texts))
         for i in range(0, len(texts), EMBED_CALL):
             if i and interrupt is not None and interrupt():
-                return False
+                return None
             await asyncio.to_thread(self._embed_new, texts[i : i + EMBED_CALL], True)
-            if self.progress is not None:
-                self.progress(min(i + EMBED_CALL, len(texts)), len(texts))
-        return True
+            if progress is not None:
+                progress(min(i + EMBED_CALL, len(texts)), len(texts))
+        return len(texts)
 
     def _uncached(self, ops: Ops) -> list[tuple[str, str]]:
         """(hash, text) of a batch's vector rows that have no cached vector yet."""

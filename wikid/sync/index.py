@@ -39,7 +39,8 @@ from wikid.sync import restart
 from wikid.sync.extract import ExtractionCache, Extractor, Job
 from wikid.sync.implicit import ImplicitIndex
 from wikid.sync.search import Hit, exact_names
-from wikid.sync.sink import BatchReport, Live, Sink
+from wikid.sync.sink import BatchReport, Sink
+from wikid.sync.slices import Live
 
 log = structlog.get_logger("wikid.sync.index")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -34,6 +34,8 @@ from wikid.sync.implicit import IMPLICIT, ImplicitIndex, fold, node_of
 from wikid.sync.records import Mapper, pair
 from wikid.sync.salience import score
 from wikid.sync.search import SearchIndex
+from wikid.sync.slices import Live, Steps, Tally
+from wikid.sync.slices import run as run_slices
 
 Record = dict[str, Any]
 SLICE_KEYS = 10_000  # entities + relations per batch of a full reconcile
@@ -48,30 +50,16 @@ class BatchReport:
     llm_calls: int = 0
 
 
-class _Cut(Exception):
-    """A reconcile batch stopped before writing anything, to let an edit in."""
-
-
-class Stopped(Exception):
-    """A full reconcile ended early, the daemon stopping. Its slices are whole batches, its
-    texts cached, and the parse cache untrusted (``restart.META_KEY``): the next start
-    reconciles again and goes on from there."""
-
-
 @dataclass
-class Live:
-    """Edits saved during a full reconcile: ``waiting()`` says a batch of them is due,
-    ``run()`` applies it as an ordinary batch. The reconcile lets them in between its
-    slices and while a slice embeds, so a fresh edit never waits behind a cold backlog.
-    ``stopping()`` ends the reconcile at the same points (``Stopped``): a cold 13k store
-    embeds for 20 minutes, longer than anyone (or systemd) waits for a stop."""
+class _Planned:
+    """One batch's plan: its ops, the ledger's note rows and parse-cache rows (of the
+    files it covers; ``all_files``: they are every file)."""
 
-    waiting: Callable[[], bool]
-    run: Callable[[], Awaitable[None]]
-    stopping: Callable[[], bool] = lambda: False
-
-    def due(self) -> bool:
-        return self.waiting() or self.stopping()
+    ops: Ops
+    notes: dict[str, tuple[str, str, list[str]] | None]
+    files: dict[str, FileRow] | None
+    all_files: bool = False
+    forces: bool = False  # it forces keys a crash may have torn, whoever owns them
 
 
 _K = TypeVar("_K", str, tuple[str, str])
@@ -119,9 +107,6 @@ class Sink:
         # Every key, in a worker thread: at 13k notes it is a second of CPU work, and
         # nothing changes the graph until the slices start (edits go in between them).
         ns, ps, ts, notes, stale = await asyncio.to_thread(self._all_keys)
-        # In slices, each its own batch: memory stays bounded on a cold index of a big
-        # vault. Every key belongs to one slice and is computed from the whole graph, so
-        # the slices add up to one full reconcile; torn keys are forced in the first.
         # Full-text search first, committed on its own: on a cold start it is ready in
         # seconds while the store embeds (it is a function of the notes alone, and a
         # crash before the store catches up leaves it rewritten on the next start).
@@ -132,66 +117,48 @@ class Sink:
             await asyncio.to_thread(self.search.optimize)
         if self.on_search_ready is not None:
             self.on_search_ready()
+        # In slices, each its own batch: memory stays bounded on a cold index of a big
+        # vault. They run as a pipeline around the model (``slices``).
         parts = max(1, -(-(len(ns) + len(ps)) // SLICE_KEYS))
-        total = BatchReport()
         # The parse cache is trusted again only once every slice is in (restart.plan).
         self.ledger.set_meta({restart.META_KEY: ""})
-        shown, done_before, i, seen = self.store.progress, 0, 0, [0]
-        first = [-1]  # the texts the slice's first attempt had to embed (-1: not known)
+        pending = self.ledger.pending()
 
-        def overall(done: int, total: int) -> None:
-            """A slice's progress as the whole reconcile's: slices are alike (every
-            parts-th key), so each one ahead is guessed to embed as much as this one
-            did. A slice planned again after an edit goes on from where it was."""
-            first[0] = total if first[0] < 0 else first[0]
-            seen[0] = done_before + done
-            if shown is not None:
-                shown(seen[0], done_before + total + first[0] * (parts - i - 1))
+        def plan(i: int) -> _Planned:
+            """Slice ``i``: every ``parts``-th key, computed from the whole graph, so the
+            slices add up to one full reconcile; keys a crash may have torn are forced
+            in the first, which writes the whole parse cache too."""
+            return self._plan(
+                set(ns[i::parts]),
+                set(ps[i::parts]),
+                {p for p in ts[i::parts] if p in notes},
+                force=pending if i == 0 else {},
+                files=set(self.vg.notes) | self.vg.attachments if i == 0 else None,
+                all_files=i == 0,
+            )
 
-        mine = overall if shown is not None else None
-        self.store.progress = mine
+        async def embed(
+            planned: _Planned, stop: Callable[[], bool], report: Callable[[int, int], None]
+        ) -> int | None:
+            return await self.store.embed_ahead(planned.ops, stop, report)
+
+        async def write(planned: _Planned) -> dict[str, int]:
+            await self._write(planned, searched=set())
+            return planned.ops.counts()
+
+        steps = Steps(plan, embed, write, stale=lambda a, b: a.forces or a.ops.meets(b.ops))
+        # An edit's own texts are not the reconcile's progress: while the slices run,
+        # a batch's embedding reports nothing unless it is a slice's.
+        shown, self.store.progress = self.store.progress, None
         self._reconciling = True
         try:
-            while i < parts:
-                try:
-                    part: BatchReport | None = await self._run(
-                        set(ns[i::parts]),
-                        set(ps[i::parts]),
-                        {p for p in ts[i::parts] if p in notes},
-                        force=self.ledger.pending() if i == 0 else {},
-                        searched=set(),
-                        files=set(self.vg.notes) | self.vg.attachments if i == 0 else None,
-                        all_files=i == 0,
-                        interrupt=self.live.due if self.live else None,
-                    )
-                except _Cut:
-                    part = None
-                done_before = seen[0]  # a cut slice's texts are cached: they count
-                if part is not None:
-                    for kind, n in part.writes.items():
-                        total.writes[kind] = total.writes.get(kind, 0) + n
-                    total.embedded += part.embedded
-                    total.seconds += part.seconds
-                    total.llm_calls = part.llm_calls
-                    i, first[0] = i + 1, -1
-                if self.live is not None and self.live.stopping():
-                    raise Stopped
-                # A slice's records are computed from the graph as it was: an edit goes
-                # in between slices, and one cut short by it is planned again (what it
-                # had embedded is cached). Either way every key ends as the final graph
-                # says. The edit's own texts are not the reconcile's progress.
-                if self.live is not None and self.live.waiting():
-                    self.store.progress = None
-                    try:
-                        await self.live.run()
-                    finally:
-                        self.store.progress = mine
+            done = await run_slices(parts, steps, Tally(parts, shown), self.live)
         finally:
             self.store.progress, self._reconciling = shown, False
             self.mapper.keep()
         fp = restart.fingerprint(self.vg.filter, self.implicit.enabled)
         self.ledger.set_meta({restart.META_KEY: fp})
-        return total
+        return BatchReport(done.writes, done.embedded, done.seconds, self.store.llm_calls)
 
     def _all_keys(
         self,
@@ -354,40 +321,41 @@ class Sink:
         force: dict[str, set[str]],
         searched: set[str],
         files: set[str] | None = None,
-        all_files: bool = False,
-        interrupt: Callable[[], bool] | None = None,
     ) -> BatchReport:
-        """One batch: plan, embed, write and commit. ``interrupt``: asked while the batch
-        embeds; if it says so the batch stops before writing anything (``_Cut``)."""
+        """One batch: plan, embed, write and commit."""
         started = time.perf_counter()
-        embedded_before = self.store.embedded
         # The records of every touched key, diffed with the mirror: CPU work over the
         # graph and ledger reads, in a worker thread so that the loop keeps answering
         # (the graph is not changed while a batch runs; SQLite serialises the reads).
-        ops, note_rows, rows = await asyncio.to_thread(
-            self._plan, nodes, pairs, notes, force, files
+        planned = await asyncio.to_thread(self._plan, nodes, pairs, notes, force, files)
+        embedded = await self.store.embed_ahead(planned.ops, None, self.store.progress)
+        await self._write(planned, searched)
+        return BatchReport(
+            writes=planned.ops.counts(),
+            embedded=embedded or 0,
+            seconds=time.perf_counter() - started,
+            llm_calls=self.store.llm_calls,
         )
+
+    async def _write(self, planned: _Planned, searched: set[str]) -> None:
+        """Write a planned batch whose texts are embedded: the store, the mirror and the
+        search rows of ``searched``, committed together where they can be."""
+        ops = planned.ops
         if ops:
             await asyncio.to_thread(self.ledger.set_pending, ops)  # 1.6 s at 13k
-            if not await self.store.embed_ahead(ops, interrupt):
-                raise _Cut
-        async with self.store.batch():  # store and ledger commit together where they can
+        async with self.store.batch():
             if ops:
                 await self.store.write(ops, datetime.now(UTC).isoformat())
             # The mirror's rows: a slice of a cold start writes tens of thousands.
-            await asyncio.to_thread(self.ledger.commit, ops, note_rows, rows, all_files)
+            await asyncio.to_thread(
+                self.ledger.commit, ops, planned.notes, planned.files, planned.all_files
+            )
             if searched:  # its FTS rows: ~0.1 s for one note at 13k, off the loop too
                 fts = {p: self.vg.notes.get(p) for p in sorted(searched)}
                 await asyncio.to_thread(self.search.update, fts)
         if not self._reconciling:  # its slices each read every note's chunks
             self.mapper.keep()
         trim()  # a big batch's records are garbage now: give their pages back
-        return BatchReport(
-            writes=ops.counts(),
-            embedded=self.store.embedded - embedded_before,
-            seconds=time.perf_counter() - started,
-            llm_calls=self.store.llm_calls,
-        )
 
     def _plan(
         self,
@@ -396,7 +364,8 @@ class Sink:
         notes: set[str],
         force: dict[str, set[str]],
         files: set[str] | None,
-    ) -> tuple[Ops, dict[str, tuple[str, str, list[str]] | None], dict[str, FileRow] | None]:
+        all_files: bool = False,
+    ) -> _Planned:
         """The batch's ops, note rows and parse-cache rows (of ``files``)."""
         ops = Ops()
         self._forced = force
@@ -405,7 +374,7 @@ class Sink:
         note_rows = self._notes(ops, notes)
         self._force(ops, force)
         rows = None if files is None else restart.file_rows(self.vg, files, self.mapper.spans)
-        return ops, note_rows, rows
+        return _Planned(ops, note_rows, rows, all_files, forces=any(force.values()))
 
     def _diff(
         self,

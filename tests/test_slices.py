@@ -1,0 +1,150 @@
+"""The full reconcile's pipeline (``wikid.sync.slices``): what overlaps, what never does.
+
+The steps here are plain functions that record what ran when: the pipeline is
+scheduling, and these tests pin its order. The store-level result (a sliced,
+pipelined reconcile equals one batch) is held by ``test_sink``'s slice test and the
+invariant tests, with the real store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from wikid.sync.slices import Live, Steps, Stopped, Tally, run
+
+
+class Recorder:
+    """Steps that log each start and end, and count what is running at once."""
+
+    def __init__(self, stale: Callable[[int, int], bool] = lambda a, b: False) -> None:
+        self.events: list[tuple[str, int]] = []
+        self.lock = threading.Lock()
+        self.planning = 0
+        self.embedding = 0
+        self.stale = stale
+        self.stop_seen: list[int] = []
+
+    def log(self, what: str, i: int) -> None:
+        with self.lock:
+            self.events.append((what, i))
+
+    def at(self, what: str, i: int, nth: int = 0) -> int:
+        return [k for k, e in enumerate(self.events) if e == (what, i)][nth]
+
+    def plan(self, i: int) -> int:
+        with self.lock:
+            self.planning += 1
+        self.log("plan", i)
+        threading.Event().wait(0.02)
+        self.log("planned", i)
+        with self.lock:
+            self.planning -= 1
+        return i
+
+    async def embed(
+        self, i: int, stop: Callable[[], bool], report: Callable[[int, int], None]
+    ) -> int | None:
+        self.embedding += 1
+        self.log("embed", i)
+        try:
+            for k in range(4):
+                if k and stop():
+                    self.stop_seen.append(i)
+                    return None
+                await asyncio.sleep(0.01)
+                report(k + 1, 4)
+            self.log("embedded", i)
+            return 4
+        finally:
+            self.embedding -= 1
+
+    async def write(self, i: int) -> dict[str, int]:
+        self.log("write", i)
+        await asyncio.sleep(0.03)
+        self.log("written", i)
+        return {"entity": 1}
+
+    def steps(self) -> Steps[int]:
+        return Steps(self.plan, self.embed, self.write, self.stale)
+
+
+def test_the_next_slice_is_planned_while_this_one_embeds_and_embeds_while_it_is_written() -> None:
+    r = Recorder()
+    out = asyncio.run(run(4, r.steps(), Tally(4, None), None))
+    assert out.writes == {"entity": 4} and out.embedded == 16
+    assert [i for what, i in r.events if what == "write"] == [0, 1, 2, 3]
+    for i in range(3):
+        assert r.at("plan", i + 1) < r.at("embedded", i)  # planned during the embedding
+        assert r.at("embed", i + 1) < r.at("written", i)  # embedding during the write
+        assert r.at("written", i) < r.at("write", i + 1)  # writes one at a time, in order
+        assert r.at("embedded", i + 1) < r.at("write", i + 1)  # never written unembedded
+
+
+def test_a_slice_planned_before_a_write_it_depends_on_is_planned_again_after_it() -> None:
+    """Slice 2 shares a key with slice 1 (a name handed across slices): its plan made
+    while slice 1 embedded is thrown away, and it is planned again once 1 is written."""
+    r = Recorder(stale=lambda a, b: (a, b) == (1, 2))
+    out = asyncio.run(run(4, r.steps(), Tally(4, None), None))
+    assert out.writes == {"entity": 4}
+    assert r.at("plan", 2, 1) > r.at("written", 1)
+    assert r.at("embed", 2, 1) > r.at("written", 1)  # embedded again (a cache, really)
+    assert [i for what, i in r.events if what == "write"] == [0, 1, 2, 3]
+
+
+def test_an_edit_goes_in_with_nothing_planned_or_embedding_and_the_slices_go_on() -> None:
+    r = Recorder()
+    seen: dict[str, int] = {}
+    due = [False]
+
+    async def edit() -> None:
+        seen["planning"], seen["embedding"] = r.planning, r.embedding
+        r.log("edit", -1)
+        due[0] = False
+
+    async def main() -> None:
+        task = asyncio.create_task(run(5, r.steps(), Tally(5, None), Live(lambda: due[0], edit)))
+        while ("embed", 2) not in r.events:
+            await asyncio.sleep(0.001)
+        due[0] = True
+        await task
+
+    asyncio.run(main())
+    assert seen == {"planning": 0, "embedding": 0}
+    assert r.stop_seen  # an embedding noticed the edit and stopped early
+    assert [i for what, i in r.events if what == "write"] == [0, 1, 2, 3, 4]
+    edit_at = r.at("edit", -1)
+    after = [e for e in r.events[edit_at:] if e[0] == "plan"]
+    assert after and after[0][1] in (1, 2, 3)  # what was planned before it is planned again
+
+
+def test_stopping_raises_and_leaves_nothing_running() -> None:
+    r = Recorder()
+
+    async def main() -> None:
+        live = Live(lambda: False, asyncio.sleep, lambda: ("written", 1) in r.events)
+        with pytest.raises(Stopped):
+            await run(6, r.steps(), Tally(6, None), live)
+        assert r.planning == 0 and r.embedding == 0
+
+    asyncio.run(main())
+    assert [i for what, i in r.events if what == "write"] == [0, 1]
+
+
+def test_progress_never_goes_back_when_a_slice_is_embedded_again() -> None:
+    shown: list[tuple[int, int]] = []
+    tally = Tally(3, lambda d, t: shown.append((d, t)))
+    first = tally.of(0)
+    first(0, 10)
+    first(4, 10)
+    again = tally.of(0)  # after an edit cut it: 6 texts left, the 4 done are cached
+    again(0, 6)
+    again(6, 6)
+    tally.of(1)(10, 10)
+    tally.of(2)(10, 10)
+    assert shown[0] == (0, 30)  # the slices not yet seen are guessed like the first
+    done = [d for d, _ in shown]
+    assert done == sorted(done) and shown[-1] == (30, 30)
