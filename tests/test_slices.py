@@ -124,8 +124,11 @@ def test_an_edit_goes_in_with_nothing_planned_or_embedding_and_the_slices_go_on(
 def test_stopping_raises_and_leaves_nothing_running() -> None:
     r = Recorder()
 
+    async def no_edit() -> None:
+        raise AssertionError("no edit was waiting")
+
     async def main() -> None:
-        live = Live(lambda: False, asyncio.sleep, lambda: ("written", 1) in r.events)
+        live = Live(lambda: False, no_edit, lambda: ("written", 1) in r.events)
         with pytest.raises(Stopped):
             await run(6, r.steps(), Tally(6, None), live)
         assert r.planning == 0 and r.embedding == 0
