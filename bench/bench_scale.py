@@ -7,7 +7,8 @@ real model, and one table row per metric:
 
 - ready for links/search: ``wikid run`` to ``serving`` (graph + FTS answer);
 - fully embedded: to ``ready`` (the first sync done);
-- peak RSS (sampled every 50 ms through the cold start) and steady RSS (idle after);
+- peak RSS (sampled every 50 ms through the cold start) and steady RSS (idle after),
+  the heap (anon) apart from mapped files; and a restarted daemon's after its queries;
 - edit -> visible over the socket: a note gains a link, until ``links`` shows it; and
   the same for an edit every 20 s during the cold sync (it must not wait for the sync);
 - LLM-free ``query`` p50 over the socket, in the daemon that built the store and in one
@@ -48,6 +49,19 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "vaultofkno
 def rss(pid: int) -> int:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_parts(pid: int) -> str:
+    """Resident memory split as the kernel counts it: the heap and stacks (anon) and
+    the mapped files (the libraries' code, which the page cache may drop), in MiB."""
+    kb = {
+        k: int(v.split()[0])
+        for k, v in (
+            line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        )
+        if k in ("RssAnon", "RssFile", "RssShmem")
+    }
+    return f"{kb['RssAnon'] // 1024} anon + {(kb['RssFile'] + kb['RssShmem']) // 1024} file"
 
 
 def pct(values: list[float], p: float) -> float:
@@ -157,7 +171,7 @@ def one(
     d.settle()
     time.sleep(5)
     assert d.proc is not None
-    steady = rss(d.proc.pid)
+    steady, steady_parts = rss(d.proc.pid), rss_parts(d.proc.pid)
     lat = edits_visible(d, vault, notes, edits)
     d.settle()  # the edits' store writes: a query would wait for them
     q = queries(d, nq)
@@ -169,6 +183,8 @@ def one(
     after_edits = start_and_watch(d, cold_cache=cold_cache)
     d.settle()
     q_restarted = queries(d, nq)  # a daemon that loaded its graph, not one that built it
+    assert d.proc is not None
+    restarted, restarted_parts = rss(d.proc.pid), rss_parts(d.proc.pid)
     d.stop()
     unchanged = start_and_watch(d, cold_cache=cold_cache)
     d.stop()
@@ -180,7 +196,11 @@ def one(
         ("vault", f"{name}: {len(notes)} notes"),
         ("ready for links/search", f"{cold['serving']:.1f} s"),
         ("fully embedded", f"{cold['ready']:.1f} s"),
-        ("peak / steady RSS", f"{cold['peak_rss'] / mib:.0f} / {steady / mib:.0f} MiB"),
+        (
+            "peak / steady RSS",
+            f"{cold['peak_rss'] / mib:.0f} / {steady / mib:.0f} MiB ({steady_parts})",
+        ),
+        ("RSS, restarted, after its queries", f"{restarted / mib:.0f} MiB ({restarted_parts})"),
         (
             "worst status reply, cold start / restarts",
             f"{cold['worst_status_ms']:.0f} / {restarts:.0f} ms",
