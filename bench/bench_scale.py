@@ -51,9 +51,10 @@ def rss(pid: int) -> int:
     return int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def rss_parts(pid: int) -> str:
-    """Resident memory split as the kernel counts it: the heap and stacks (anon) and
-    the mapped files (the libraries' code, which the page cache may drop), in MiB."""
+def resident(pid: int) -> str:
+    """Resident memory from one read, split as the kernel counts it: the heap and
+    stacks (anon) and the mapped files (the libraries' code, which the page cache may
+    drop). The total is their sum, so the three numbers always agree."""
     kb = {
         k: int(v.split()[0])
         for k, v in (
@@ -61,7 +62,8 @@ def rss_parts(pid: int) -> str:
         )
         if k in ("RssAnon", "RssFile", "RssShmem")
     }
-    return f"{kb['RssAnon'] // 1024} anon + {(kb['RssFile'] + kb['RssShmem']) // 1024} file"
+    anon, files = kb["RssAnon"] // 1024, (kb["RssFile"] + kb["RssShmem"]) // 1024
+    return f"{anon + files} MiB ({anon} anon + {files} file)"
 
 
 def pct(values: list[float], p: float) -> float:
@@ -171,7 +173,7 @@ def one(
     d.settle()
     time.sleep(5)
     assert d.proc is not None
-    steady, steady_parts = rss(d.proc.pid), rss_parts(d.proc.pid)
+    steady = resident(d.proc.pid)
     lat = edits_visible(d, vault, notes, edits)
     d.settle()  # the edits' store writes: a query would wait for them
     q = queries(d, nq)
@@ -184,7 +186,7 @@ def one(
     d.settle()
     q_restarted = queries(d, nq)  # a daemon that loaded its graph, not one that built it
     assert d.proc is not None
-    restarted, restarted_parts = rss(d.proc.pid), rss_parts(d.proc.pid)
+    restarted = resident(d.proc.pid)
     d.stop()
     unchanged = start_and_watch(d, cold_cache=cold_cache)
     d.stop()
@@ -196,11 +198,8 @@ def one(
         ("vault", f"{name}: {len(notes)} notes"),
         ("ready for links/search", f"{cold['serving']:.1f} s"),
         ("fully embedded", f"{cold['ready']:.1f} s"),
-        (
-            "peak / steady RSS",
-            f"{cold['peak_rss'] / mib:.0f} / {steady / mib:.0f} MiB ({steady_parts})",
-        ),
-        ("RSS, restarted, after its queries", f"{restarted / mib:.0f} MiB ({restarted_parts})"),
+        ("peak / steady RSS", f"{cold['peak_rss'] / mib:.0f} MiB / {steady}"),
+        ("RSS, restarted, after its queries", restarted),
         (
             "worst status reply, cold start / restarts",
             f"{cold['worst_status_ms']:.0f} / {restarts:.0f} ms",
