@@ -301,7 +301,8 @@ def test_a_stock_lightrag_opens_the_store(
     sqlite."""
     asyncio.run(_incremental(EXAMPLE, tmp_path, [], backend=backend, **backend_kw))
     (workspace,) = find_workspaces(tmp_path)
-    from wikid.store.embed import model_path, tokenizer_path
+    from wikid.store.embed import model_path
+    from wikid.store.tokens import tokenizer_path
 
     model = model_path()
     tokenizer = tokenizer_path()

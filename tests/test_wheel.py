@@ -70,7 +70,7 @@ def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> No
     where = _run(
         py,
         "-c",
-        "import wikid, wikid.store.embed as e; print(wikid.__file__); print(e.tokenizer_path())",
+        "import wikid, wikid.store.tokens as t; print(wikid.__file__); print(t.tokenizer_path())",
         env=env,
     ).split()
     assert all(str(venv) in w for w in where), where  # wikid and its tokenizer: the wheel's

