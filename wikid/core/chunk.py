@@ -57,6 +57,8 @@ def _chunk_id(path: str, content: str, copies: dict[str, int]) -> str:
 
 def _sections(note: Note) -> list[tuple[tuple[str, ...], list[tuple[int, str]]]]:
     """Split the body at headings (outside code fences) into (heading path, lines)."""
+    if note.body is None:
+        raise ValueError(f"{note.path}: a lean note has no body to chunk (VaultGraph.full)")
     sections: list[tuple[tuple[str, ...], list[tuple[int, str]]]] = [((), [])]
     stack: list[tuple[int, str]] = []
     fence: str | None = None

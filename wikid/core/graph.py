@@ -18,6 +18,7 @@ from __future__ import annotations
 import posixpath
 import sys
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,7 @@ class VaultGraph:
         state.update(
             walk_errors={}, _created=set(), _doubted=set(), _recheck=set(), reads=0, _restat={}
         )
+        state["notes"] = {p: n.lean() for p, n in self.notes.items()}  # bodies: ``release``
         del state["filter"]
         return state
 
@@ -145,6 +147,26 @@ class VaultGraph:
         out = dict(self._errors)
         out.update(self.walk_errors)
         return dict(sorted(out.items()))
+
+    def full(self, path: str) -> Note:
+        """The note at ``path`` with its body: the graph's own, or, for a lean one
+        (``release``), the file read again. If the file changed meanwhile, its update
+        is on its way (a watcher event, or a restart's stat): until then the body is
+        the one read now, or empty if the file cannot be read as a note."""
+        note = self.notes[path]
+        if note.body is not None:
+            return note
+        again = read_note(self.root, path, self.options, self.filter)
+        self.reads += 1
+        return replace(note, body=again.body if again is not None and again.body else "")
+
+    def release(self, digests: dict[str, str]) -> None:
+        """Keep lean copies (``Note.lean``) of the notes at these paths, if they still
+        have these digests: the store and the search index now hold their text."""
+        for path, held in digests.items():
+            note = self.notes.get(path)
+            if note is not None and note.body is not None and note.digest == held:
+                self.notes[path] = note.lean()
 
     # -- updating -----------------------------------------------------------
 
@@ -168,7 +190,7 @@ class VaultGraph:
                     continue
                 if note is not None and old is not None and note.digest == old.digest:
                     if note.stat != old.stat:  # touched, not changed: the new stat is kept
-                        self._restat[f] = note
+                        self._restat[f] = note.lean()  # (the same text: no body to keep)
                     continue
                 if note is None and old is None:
                     continue

@@ -54,7 +54,9 @@ class Note:
     links: tuple[RawLink, ...] = ()
     headings: tuple[tuple[int, str, int], ...] = ()
     blocks: tuple[str, ...] = ()
-    body: str = ""
+    # The text after the frontmatter; None in a lean copy (``lean``), which a graph holds
+    # once the store has the note's chunks: ``VaultGraph.full`` reads the file again.
+    body: str | None = ""
     body_line: int = 1  # file line of the body's first line
     opening: str = ""
     ignored_links: int = 0
@@ -65,6 +67,13 @@ class Note:
     # (mtime_ns, size) taken before the read, or None when the file was too fresh to
     # trust (its mtime within RACY_NS of the read): what lets a restart skip the file.
     stat: tuple[int, int] | None = None
+
+    def lean(self) -> Note:
+        """This note without its body. Why: after the store holds its chunks and the
+        search index its text, nothing but a re-chunk needs the body (a query's, after
+        the chunk cache lost it, or a rename's), and a vault's bodies are most of its
+        notes' memory; a parse cache or saved graph of lean notes is smaller too."""
+        return self if self.body is None else replace(self, body=None)
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:  # ("type" is a field here)
         # By value through __init__, for the parse cache (see RawLink.__reduce__).

@@ -201,9 +201,10 @@ def freshness(vg: VaultGraph, paths: Any, queued: set[str]) -> dict[str, bool]:
 
 def line_of(vg: VaultGraph, path: str, snippet: str) -> int | None:
     """The file line of the first term a search snippet marks ([term])."""
-    note = vg.notes.get(path)
     m = re.search(r"\[([^\]]+)\]", snippet)
-    if note is None or m is None:
+    if path not in vg.notes or m is None:
         return None
-    at = note.body.casefold().find(m.group(1).casefold())
-    return None if at < 0 else note.body_line + note.body.count("\n", 0, at)
+    note = vg.full(path)  # a lean note's file is read again: call it off the event loop
+    body = note.body or ""
+    at = body.casefold().find(m.group(1).casefold())
+    return None if at < 0 else note.body_line + body.count("\n", 0, at)

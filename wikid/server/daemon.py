@@ -455,10 +455,9 @@ class Daemon:
                 ev["llm"] = "configured" if self.cfg.llm() else NO_LLM
             return ev, False
         if op == "search":
-            async with self._consistent(search=True):
-                return api.search(
-                    self.index, req.get("text"), req.get("k"), req.get("folder"), req.get("tag")
-                ), False
+            async with self._consistent(search=True):  # in a thread: it may read notes
+                args = (req.get("text"), req.get("k"), req.get("folder"), req.get("tag"))
+                return await asyncio.to_thread(api.search, self.index, *args), False
         if op == "cost":
             return self.costs.totals(self.cfg.llm_prices), False
         if op == "reindex":

@@ -166,7 +166,7 @@ class Mapper:
         note = self.vg.notes[path]
         cached = self._chunks.pop(path, None)  # re-inserted last: the dict is in LRU order
         if cached is None or cached[0] != note.digest:
-            cached = (note.digest, self.chunker(note))
+            cached = (note.digest, self.chunker(self.vg.full(path)))
         self._chunks[path] = cached
         return cached[1]
 

@@ -44,8 +44,9 @@ from wikid.sync.records import Namer, Spans
 # Bump when what a cached row means changes, or when the records made from the same notes
 # change (2: property links are described "A —key→ B"; 3: a row holds the note's chunk
 # spans too; 4: a chunk's size is the sum of its pieces' counts, which moves a few
-# chunk boundaries under the approximate counter), so a restart reconciles every key.
-FORMAT = 4
+# chunk boundaries under the approximate counter; 5: a chunk's ``tokens`` are counted
+# with MiniLM's WordPiece, not cl100k), so a restart reconciles every key.
+FORMAT = 5
 META_KEY = "parse_cache"
 SAVED = "wikid-graph.pickle"  # beside the ledger's file
 _BAD_PICKLE = (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError)
@@ -63,9 +64,9 @@ def fingerprint(files: VaultFilter, extracting: bool) -> str:
 
 
 def encode(note: Note, spans: Spans) -> bytes:
-    """A note's row: the parsed note and its chunk spans (what the records around
-    it need of its chunks), so neither is computed again after a restart."""
-    return pickle.dumps((note, spans), protocol=pickle.HIGHEST_PROTOCOL)
+    """A note's row: the parsed note, lean, and its chunk spans (what the records
+    around it need of its chunks), so neither is computed again after a restart."""
+    return pickle.dumps((note.lean(), spans), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def file_rows(vg: VaultGraph, paths: set[str], spans: Callable[[str], Spans]) -> dict[str, FileRow]:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from wikid.core.chunk import Chunk, approx_tokens, chunk_note
 from wikid.core.delta import Delta
 from wikid.core.graph import VaultGraph
+from wikid.core.note import Note
 from wikid.store.heap import trim
 from wikid.store.ids import doc_id, text_hash
 from wikid.store.ledger import FileRow, Ops, mirror_form
@@ -110,9 +111,7 @@ class Sink:
         # Full-text search first, committed on its own: on a cold start it is ready in
         # seconds while the store embeds (it is a function of the notes alone, and a
         # crash before the store catches up leaves it rewritten on the next start).
-        await asyncio.to_thread(
-            self.search.update, {p: self.vg.notes.get(p) for p in sorted(stale)}
-        )
+        await asyncio.to_thread(lambda: self.search.update(self._texts(stale)))
         if len(stale) > BULK_SEARCH:
             await asyncio.to_thread(self.search.optimize)
         if self.on_search_ready is not None:
@@ -351,11 +350,17 @@ class Sink:
                 self.ledger.commit, ops, planned.notes, planned.files, planned.all_files
             )
             if searched:  # its FTS rows: ~0.1 s for one note at 13k, off the loop too
-                fts = {p: self.vg.notes.get(p) for p in sorted(searched)}
-                await asyncio.to_thread(self.search.update, fts)
+                await asyncio.to_thread(lambda: self.search.update(self._texts(searched)))
+        # The store and the search index hold these notes' text now: the graph keeps
+        # them lean (a reconcile's search rows were written before its first slice).
+        self.vg.release({p: row[0] for p, row in planned.notes.items() if row is not None})
         if not self._reconciling:  # its slices each read every note's chunks
             self.mapper.keep()
         trim()  # a big batch's records are garbage now: give their pages back
+
+    def _texts(self, paths: set[str]) -> dict[str, Note | None]:
+        """The notes at ``paths`` with their bodies, for the search index (None: gone)."""
+        return {p: self.vg.full(p) if p in self.vg.notes else None for p in sorted(paths)}
 
     def _plan(
         self,
@@ -423,7 +428,7 @@ class Sink:
     def _notes(self, ops: Ops, notes: set[str]) -> dict[str, tuple[str, str, list[str]] | None]:
         rows: dict[str, tuple[str, str, list[str]] | None] = {}
         for path in sorted(notes):
-            note = self.vg.notes.get(path)
+            note = self.vg.full(path) if path in self.vg.notes else None
             if note is None:
                 self._diff(ops, "chunk", path, {}, self.ledger.chunks_of(path))
                 self._diff(ops, "doc", path, {}, self.ledger.docs_of(path))
@@ -443,12 +448,13 @@ class Sink:
                 for c in chunks
             }
             self._diff(ops, "chunk", path, desired_chunks, self.ledger.chunks_of(path))
+            body = note.body or ""
             doc = {
-                "content": note.body,
+                "content": body,
                 "file_path": path,
                 "status": "processed",
-                "content_summary": note.body.strip()[:100],
-                "content_length": len(note.body),
+                "content_summary": body.strip()[:100],
+                "content_length": len(body),
                 "chunks_count": len(chunks),
                 "chunks_list": [c.id for c in chunks],
                 "track_id": "wikid",

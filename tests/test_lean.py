@@ -1,0 +1,133 @@
+"""What the daemon keeps in memory once the store holds a note: a lean note (no body),
+whose text is read again from the file when a re-chunk needs it; and token counts
+with MiniLM's WordPiece, with no cl100k table loaded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from graphtools import write
+from storetools import unique_workspace
+from test_restart import graph_state
+
+from wikid.core.chunk import chunk_note
+from wikid.core.graph import VaultGraph
+from wikid.core.note import parse_note as parse
+from wikid.server import api
+from wikid.store import tokens
+from wikid.sync.index import Index
+
+
+def _vault(root: Path) -> Path:
+    write(root, "Ada.md", "# Ada\n\nShe wrote the first program.\n\n## Later\n\nSee [[Engine]].\n")
+    write(root, "Engine.md", "---\ntags: [machine]\n---\n# Engine\n\nBabbage's engine, by [[Ada]].\n")
+    write(root, "Notes/Loose.md", "A note with no heading and the word quasar on line one.\n")
+    return root
+
+
+def test_a_released_note_is_lean_and_read_again_in_full(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "vault")
+    vg = VaultGraph.load(vault)
+    state = graph_state(vg)
+    ada = vg.notes["Ada.md"]
+    assert ada.body
+
+    vg.release({"Ada.md": "another digest", "Engine.md": vg.notes["Engine.md"].digest})
+    assert vg.notes["Ada.md"] is ada  # another digest: another text, kept
+    assert vg.notes["Engine.md"].body is None
+    assert graph_state(vg) == state  # bodies are not part of the graph's state
+
+    engine = vg.notes["Engine.md"]
+    reads = vg.reads
+    full = vg.full("Engine.md")
+    assert vg.reads == reads + 1 and vg.notes["Engine.md"] is engine  # stays lean
+    fresh = parse("Engine.md", (vault / "Engine.md").read_bytes())
+    assert full.body == fresh.body and full.body_line == fresh.body_line
+    assert chunk_note(full) == chunk_note(fresh)
+    assert vg.full("Ada.md") is ada  # not lean: no read
+
+    write(vault, "Engine.md", "# Engine\n\nRewritten.\n")  # before the watcher says so
+    assert "Rewritten." in (vg.full("Engine.md").body or "")  # the file's text, now
+
+
+def test_after_a_sync_the_graph_holds_lean_notes_and_answers_from_the_files(
+    tmp_path: Path,
+) -> None:
+    vault, wd = _vault(tmp_path / "vault"), tmp_path / "wd"
+
+    async def run() -> None:
+        idx = await Index.open(vault, wd, workspace=unique_workspace("lean"))
+        try:
+            await idx.sync(force=True)
+            vg = idx.graph
+            assert vg.notes and all(n.body is None for n in vg.notes.values())
+            idx.sink.mapper.keep(0)  # no chunks cached: a re-chunk reads the file
+            reads = vg.reads
+            chunks = idx.chunks("Ada.md")
+            assert vg.reads == reads + 1
+            assert chunks == chunk_note(parse("Ada.md", (vault / "Ada.md").read_bytes()))
+            (hit,) = api.search(idx, "quasar")["hits"]
+            assert (hit["path"], hit["line"]) == ("Notes/Loose.md", 1)
+
+            write(vault, "Ada.md", "# Ada\n\nShe wrote programs.\n\nSee [[Engine]] twice.\n")
+            await idx.update(["Ada.md"])
+            assert idx.graph.notes["Ada.md"].body is None  # written, then released
+            (hit,) = api.search(idx, "twice")["hits"]
+            assert (hit["path"], hit["line"]) == ("Ada.md", 5)
+        finally:
+            await idx.close()
+
+    asyncio.run(run())
+
+
+COUNTS = r"""
+import asyncio, json, sys
+from pathlib import Path
+import tiktoken.registry
+from wikid.server import api
+from wikid.sync.index import Index
+
+async def main():
+    idx = await Index.open(Path(sys.argv[1]), Path(sys.argv[2]), workspace="t")
+    try:
+        await idx.sync(force=True)
+        ev = await api.query(idx, "Which engine did Ada write about?", "mix", 400, False)
+        print(json.dumps({"items": len(ev["chunks"]) + len(ev["entities"]),
+                          "counter": idx.store.rag.tokenizer.model_name,
+                          "tables": sorted(tiktoken.registry.ENCODINGS)}))
+    finally:
+        await idx.close()
+
+asyncio.run(main())
+"""
+
+
+def test_the_store_counts_tokens_with_wordpiece_and_loads_no_cl100k_table(
+    tmp_path: Path,
+) -> None:
+    vault = _vault(tmp_path / "vault")
+    out = subprocess.run(
+        [sys.executable, "-c", COUNTS, str(vault), str(tmp_path / "wd")],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout
+    seen = json.loads(out.strip().splitlines()[-1])
+    assert seen["items"] > 0 and seen["counter"] == "minilm-wordpiece"
+    assert seen["tables"] == []  # 43 MB resident when cl100k is loaded
+
+
+def test_wordpiece_ids_are_the_truncating_tokenizers() -> None:
+    from tokenizers import Tokenizer
+
+    cut = Tokenizer.from_file(str(tokens.tokenizer_path()))
+    cut.enable_truncation(max_length=256)
+    cut.no_padding()
+    texts = ["", "Ada", "word " * 253, "word " * 254, "Ünïcode ☃, prose! " * 90, "x" * 5000]
+    assert tokens.model_ids(texts, 256) == [e.ids for e in cut.encode_batch(texts)]
+    assert tokens.count("word " * 300) == 300  # counts are not cut at the model's 256
