@@ -24,7 +24,9 @@ from wikid.sync.index import Index
 
 def _vault(root: Path) -> Path:
     write(root, "Ada.md", "# Ada\n\nShe wrote the first program.\n\n## Later\n\nSee [[Engine]].\n")
-    write(root, "Engine.md", "---\ntags: [machine]\n---\n# Engine\n\nBabbage's engine, by [[Ada]].\n")
+    write(
+        root, "Engine.md", "---\ntags: [machine]\n---\n# Engine\n\nBabbage's engine, by [[Ada]].\n"
+    )
     write(root, "Notes/Loose.md", "A note with no heading and the word quasar on line one.\n")
     return root
 
