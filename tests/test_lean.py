@@ -133,3 +133,17 @@ def test_wordpiece_ids_are_the_truncating_tokenizers() -> None:
     texts = ["", "Ada", "word " * 253, "word " * 254, "Ünïcode ☃, prose! " * 90, "x" * 5000]
     assert tokens.model_ids(texts, 256) == [e.ids for e in cut.encode_batch(texts)]
     assert tokens.count("word " * 300) == 300  # counts are not cut at the model's 256
+
+
+def test_an_edge_holds_only_what_differs_from_the_defaults(tmp_path: Path) -> None:
+    from wikid.core.graph import EDGE_DEFAULTS, to_json
+
+    vg = VaultGraph.load(_vault(tmp_path / "vault"))
+    link = vg.g.edges["Ada.md", "Engine.md", "0"]
+    assert set(link) == {"kind", "line", "section", "context"}
+    assert (link["heading"], link["ambiguous"], link["alias_of"]) == (None, False, None)
+    assert dict(vg.g.edges["Engine.md", "tag:machine", "tag:machine"]) == {"kind": "tag"}
+    for _, _, d in vg.g.edges(data=True):
+        assert all(k not in EDGE_DEFAULTS or v != EDGE_DEFAULTS[k] for k, v in d.items())
+    edge = next(e for e in to_json(vg.g)["edges"] if e["source"] == "Ada.md")
+    assert (edge["kind"], edge["display"], edge["ambiguous"]) == ("link", None, False)

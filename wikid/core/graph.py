@@ -49,6 +49,43 @@ TAG = "tag:"
 Changes = tuple[dict[str, Note | None], dict[str, bool]]  # what ``read`` found
 
 
+# What an edge's attribute holds unless it says otherwise. Why sparse: a 13k-note vault
+# has ~100k edges, and a dict of 10 keys takes 352 bytes against 224 for up to 5 (9 MB
+# at 13k, measured); a tag edge holds only its kind.
+EDGE_DEFAULTS: dict[str, Any] = {
+    "heading": None,
+    "block": None,
+    "display": None,
+    "ambiguous": False,
+    "line": None,
+    "section": (),
+    "context": "",
+    "markdown": False,
+    "alias_of": None,
+}
+
+
+class EdgeAttrs(dict[str, Any]):
+    """An edge's attributes, holding only what differs from ``EDGE_DEFAULTS``:
+    ``d[key]`` reads the default for a key it does not hold (``d.get(key)`` gives
+    None, as for any dict)."""
+
+    __slots__ = ()
+
+    def __missing__(self, key: str) -> Any:
+        return EDGE_DEFAULTS[key]
+
+
+class LinkGraph(nx.MultiDiGraph):  # type: ignore[misc]
+    """A MultiDiGraph whose edges keep sparse attributes (``EdgeAttrs``)."""
+
+    edge_attr_dict_factory = EdgeAttrs
+
+
+def _sparse(attrs: Attrs) -> Attrs:
+    return {k: v for k, v in attrs.items() if k not in EDGE_DEFAULTS or EDGE_DEFAULTS[k] != v}
+
+
 def _note_attrs(note: Note) -> Attrs:
     return {
         "kind": "canvas" if is_canvas(note.path) else "note",
@@ -73,7 +110,7 @@ class VaultGraph:
         self.root = Path(root)
         self.options = options or VaultOptions()
         self.filter = VaultFilter(self.root, self.options)
-        self.g: nx.MultiDiGraph = nx.MultiDiGraph()
+        self.g: nx.MultiDiGraph = LinkGraph()
         self.notes: dict[str, Note] = {}
         self.attachments: set[str] = set()
         self.index = FileIndex()
@@ -388,21 +425,7 @@ class VaultGraph:
             if tid not in self.g:
                 self.g.add_node(tid, **_plain_attrs("tag", tag.lower(), None))
                 self._created.add(tid)
-            self.g.add_edge(
-                source,
-                tid,
-                key=tid,
-                kind="tag",
-                heading=None,
-                block=None,
-                display=None,
-                ambiguous=False,
-                line=None,
-                section=[],
-                context="",
-                markdown=False,
-                alias_of=None,
-            )
+            self.g.add_edge(source, tid, key=tid, kind="tag")
         keys |= self._join(source, note)
         self._set_deps(source, keys)
 
@@ -424,17 +447,15 @@ class VaultGraph:
                 ra.path,
                 rb.path,
                 key=key,
-                kind="canvas-edge",
-                heading=None,
-                block=None,
-                display=label,
-                ambiguous=ra.ambiguous or rb.ambiguous,
-                line=None,
-                section=[],
-                context=context,
-                markdown=False,
-                alias_of=None,
-                owner=source,
+                **_sparse(
+                    {
+                        "kind": "canvas-edge",
+                        "display": label,
+                        "ambiguous": ra.ambiguous or rb.ambiguous,
+                        "context": context,
+                        "owner": source,
+                    }
+                ),
             )
             owned.append((ra.path, rb.path, key))
         if owned:
@@ -469,18 +490,20 @@ def _edge_attrs(link: RawLink, r: Resolution) -> Attrs:
     to_note = r.path is None or is_note(r.path)
     sub = link.subpath if to_note else ""  # a '#' on a file is a fragment, never a heading
     block = sub[1:] if sub.startswith("^") else None
-    return {
-        "kind": link.kind,
-        "heading": sub if sub and block is None else None,
-        "block": block,
-        "display": link.display,
-        "ambiguous": r.ambiguous,
-        "line": link.line,
-        "section": link.section,  # the note's own tuple, not a copy per edge
-        "context": link.context,
-        "markdown": link.markdown,
-        "alias_of": r.alias_of,
-    }
+    return _sparse(
+        {
+            "kind": link.kind,
+            "heading": sub if sub and block is None else None,
+            "block": block,
+            "display": link.display,
+            "ambiguous": r.ambiguous,
+            "line": link.line,
+            "section": link.section,  # the note's own tuple, not a copy per edge
+            "context": link.context,
+            "markdown": link.markdown,
+            "alias_of": r.alias_of,
+        }
+    )
 
 
 def to_json(g: nx.MultiDiGraph) -> dict[str, list[dict[str, Any]]]:
