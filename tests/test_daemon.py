@@ -17,7 +17,8 @@ from daemontools import DaemonProc, copy_example
 from graphtools import delete, move, write
 from storetools import assert_same_store, fresh_export, ledger_path
 
-from wikid.core.graph import VaultGraph, to_json
+from wikid.core.edges import to_json
+from wikid.core.graph import VaultGraph
 from wikid.store.export import export_workdir
 
 

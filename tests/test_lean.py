@@ -136,7 +136,7 @@ def test_wordpiece_ids_are_the_truncating_tokenizers() -> None:
 
 
 def test_an_edge_holds_only_what_differs_from_the_defaults(tmp_path: Path) -> None:
-    from wikid.core.graph import EDGE_DEFAULTS, to_json
+    from wikid.core.edges import EDGE_DEFAULTS, to_json
 
     vg = VaultGraph.load(_vault(tmp_path / "vault"))
     link = vg.g.edges["Ada.md", "Engine.md", "0"]

@@ -35,7 +35,8 @@ def graph(
     """Build the wikilink graph of a vault and print it.
 
     Example: wikid graph --vault ~/Notes --json > graph.json"""
-    from wikid.core.graph import VaultGraph, to_json
+    from wikid.core.edges import to_json
+    from wikid.core.graph import VaultGraph
     from wikid.core.vault import vault_options
 
     cfg = load(vault, config_path, socket_path, ignore=ignore or None)

@@ -24,11 +24,11 @@ from typing import Any
 
 import networkx as nx
 
-from wikid.core._markdown import RawLink
 from wikid.core.conflicts import conflict_of
 from wikid.core.delta import Attrs, Delta, EdgeKey, diff
+from wikid.core.edges import LinkGraph, edge_key, link_attrs, sparse
 from wikid.core.note import Note, digest
-from wikid.core.resolve import FileIndex, Resolution, alias_key, file_key, link_keys, resolve
+from wikid.core.resolve import FileIndex, alias_key, file_key, link_keys, resolve
 from wikid.core.vault import (
     VaultFilter,
     VaultOptions,
@@ -47,43 +47,6 @@ BODY_KINDS = frozenset(["link", "embed", "tag"])
 CANVAS_KINDS = frozenset(["canvas", "canvas-edge"])
 TAG = "tag:"
 Changes = tuple[dict[str, Note | None], dict[str, bool]]  # what ``read`` found
-
-
-# What an edge's attribute holds unless it says otherwise. Why sparse: a 13k-note vault
-# has ~100k edges, and a dict of 10 keys takes 352 bytes against 224 for up to 5 (9 MB
-# at 13k, measured); a tag edge holds only its kind.
-EDGE_DEFAULTS: dict[str, Any] = {
-    "heading": None,
-    "block": None,
-    "display": None,
-    "ambiguous": False,
-    "line": None,
-    "section": (),
-    "context": "",
-    "markdown": False,
-    "alias_of": None,
-}
-
-
-class EdgeAttrs(dict[str, Any]):
-    """An edge's attributes, holding only what differs from ``EDGE_DEFAULTS``:
-    ``d[key]`` reads the default for a key it does not hold (``d.get(key)`` gives
-    None, as for any dict)."""
-
-    __slots__ = ()
-
-    def __missing__(self, key: str) -> Any:
-        return EDGE_DEFAULTS[key]
-
-
-class LinkGraph(nx.MultiDiGraph):  # type: ignore[misc]
-    """A MultiDiGraph whose edges keep sparse attributes (``EdgeAttrs``)."""
-
-    edge_attr_dict_factory = EdgeAttrs
-
-
-def _sparse(attrs: Attrs) -> Attrs:
-    return {k: v for k, v in attrs.items() if k not in EDGE_DEFAULTS or EDGE_DEFAULTS[k] != v}
 
 
 def _note_attrs(note: Note) -> Attrs:
@@ -419,7 +382,7 @@ class VaultGraph:
                     self._created.add(target)
             else:
                 target = r.path
-            self.g.add_edge(source, target, key=_key(i), **_edge_attrs(link, r))
+            self.g.add_edge(source, target, key=edge_key(i), **link_attrs(link, r))
         for tag in note.tags:
             tid = TAG + tag.lower()
             if tid not in self.g:
@@ -447,7 +410,7 @@ class VaultGraph:
                 ra.path,
                 rb.path,
                 key=key,
-                **_sparse(
+                **sparse(
                     {
                         "kind": "canvas-edge",
                         "display": label,
@@ -475,63 +438,3 @@ class VaultGraph:
             # A tuple of interned keys, the same string objects as ``_deps``'s: with a
             # set of copies, a 13k-note graph took 171 MB, 17 more than now.
             self._note_keys[source] = tuple(sys.intern(k) for k in keys)
-
-
-_KEYS = tuple(str(i) for i in range(1024))
-
-
-def _key(i: int) -> str:
-    """An edge's key (its link's index in the note): one string object per index, not
-    one per edge (a 13k-note vault has ~100k edges)."""
-    return _KEYS[i] if i < len(_KEYS) else str(i)
-
-
-def _edge_attrs(link: RawLink, r: Resolution) -> Attrs:
-    to_note = r.path is None or is_note(r.path)
-    sub = link.subpath if to_note else ""  # a '#' on a file is a fragment, never a heading
-    block = sub[1:] if sub.startswith("^") else None
-    return _sparse(
-        {
-            "kind": link.kind,
-            "heading": sub if sub and block is None else None,
-            "block": block,
-            "display": link.display,
-            "ambiguous": r.ambiguous,
-            "line": link.line,
-            "section": link.section,  # the note's own tuple, not a copy per edge
-            "context": link.context,
-            "markdown": link.markdown,
-            "alias_of": r.alias_of,
-        }
-    )
-
-
-def to_json(g: nx.MultiDiGraph) -> dict[str, list[dict[str, Any]]]:
-    """The graph as ``wikid graph --json`` prints it: sorted, so it diffs cleanly."""
-    nodes = [
-        {
-            "id": n,
-            "kind": d["kind"],
-            "title": d["title"],
-            "aliases": d["aliases"],
-            "tags": d["tags"],
-            "path": d["path"],
-        }
-        for n, d in sorted(g.nodes(data=True))
-    ]
-    edges = [
-        {
-            "source": u,
-            "target": v,
-            "kind": d["kind"],
-            "heading": d["heading"],
-            "block": d["block"],
-            "display": d["display"],
-            "ambiguous": d["ambiguous"],
-            "line": d["line"],
-            "context": d["context"],
-            "alias_of": d["alias_of"],
-        }
-        for u, v, k, d in sorted(g.edges(keys=True, data=True), key=lambda e: (e[0], e[2], e[1]))
-    ]
-    return {"nodes": nodes, "edges": edges}

@@ -11,7 +11,8 @@ from typing import Any
 
 from wikid.ask.query import evidence
 from wikid.config import QUERY_MODES as MODES
-from wikid.core.graph import GHOST, VaultGraph, to_json
+from wikid.core.edges import to_json
+from wikid.core.graph import GHOST, VaultGraph
 from wikid.core.resolve import fold
 from wikid.server import browse
 from wikid.server.browse import line_of
