@@ -1,6 +1,7 @@
 """Chunks with the real MiniLM tokenizer: each within the target, every word kept in
 order, and the sizes summed piece by piece equal to counting the joined text (what
-lets ``chunk_note`` count each piece once instead of every growing buffer again)."""
+lets ``chunk_note`` count each piece once instead of every growing buffer again, and
+gives each chunk its ``tokens`` with no second count)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,13 @@ from hypothesis import strategies as st
 
 from wikid.core.chunk import TARGET_TOKENS, chunk_note
 from wikid.core.note import parse_note
-from wikid.store.embed import MINILM_MAX_TOKENS, default_embedder
-
-count = default_embedder().count_tokens
+from wikid.store.tokens import count
 
 
 @settings(max_examples=1500, deadline=None)
 @given(st.text(max_size=120), st.text(max_size=120), st.sampled_from([" ", "\n\n", "\n"]))
 def test_token_counts_add_across_whitespace(a: str, b: str, sep: str) -> None:
-    together, apart = count(a + sep + b), count(a) + count(b)
-    # counts are capped at the model's 256: past it only "over the target" matters
-    assert together == apart or min(together, apart) >= MINILM_MAX_TOKENS
+    assert count(a + sep + b) == count(a) + count(b)  # at any length: counts are not cut
 
 
 _word = st.one_of(
@@ -45,4 +42,5 @@ def test_chunks_stay_within_the_target_and_keep_every_word(
     texts = [c.content.split("\n\n", 1)[1] if "\n\n" in c.content else "" for c in chunks]
     for text in texts:
         assert count(text) <= TARGET_TOKENS or " " not in text.strip(), text[:80]
+    assert [c.tokens for c in chunks] == [count(c.content) for c in chunks]  # the store's
     assert " ".join(" ".join(texts).split()) == " ".join(note.body.replace("# Part", "").split())

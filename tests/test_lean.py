@@ -71,7 +71,9 @@ def test_after_a_sync_the_graph_holds_lean_notes_and_answers_from_the_files(
             reads = vg.reads
             chunks = idx.chunks("Ada.md")
             assert vg.reads == reads + 1
-            assert chunks == chunk_note(parse("Ada.md", (vault / "Ada.md").read_bytes()))
+            assert chunks == chunk_note(
+                parse("Ada.md", (vault / "Ada.md").read_bytes()), tokens.count
+            )
             (hit,) = api.search(idx, "quasar")["hits"]
             assert (hit["path"], hit["line"]) == ("Notes/Loose.md", 1)
 

@@ -44,8 +44,9 @@ from wikid.sync.records import Namer, Spans
 # Bump when what a cached row means changes, or when the records made from the same notes
 # change (2: property links are described "A —key→ B"; 3: a row holds the note's chunk
 # spans too; 4: a chunk's size is the sum of its pieces' counts, which moves a few
-# chunk boundaries under the approximate counter; 5: a chunk's ``tokens`` are counted
-# with MiniLM's WordPiece, not cl100k), so a restart reconciles every key.
+# chunk boundaries under the approximate counter; 5: chunks are sized and their
+# ``tokens`` counted with MiniLM's WordPiece, for every embedder, not cl100k), so a
+# restart reconciles every key.
 FORMAT = 5
 META_KEY = "parse_cache"
 SAVED = "wikid-graph.pickle"  # beside the ledger's file

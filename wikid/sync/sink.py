@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from wikid.core.chunk import Chunk, approx_tokens, chunk_note
+from wikid.core.chunk import Chunk, chunk_note
 from wikid.core.delta import Delta
 from wikid.core.graph import VaultGraph
 from wikid.core.note import Note
@@ -88,9 +88,9 @@ class Sink:
         self.vg = vg
         self.store = store
         self.ledger = store.ledger
-        # Chunks are sized with the embedding model's own tokenizer when it has one,
-        # so no chunk is silently truncated by the model.
-        count = getattr(store.embedder, "count_tokens", None) or approx_tokens
+        # Chunks are sized with the store's counter, MiniLM's WordPiece, so no chunk is
+        # silently truncated by the model; their ``tokens`` are the store's field.
+        count = store.count_tokens
         self.mapper = Mapper(vg, chunker or (lambda note: chunk_note(note, count)))
         self.search = SearchIndex(store.ledger.database)
         self.implicit = implicit or ImplicitIndex(None)
@@ -439,7 +439,7 @@ class Sink:
             desired_chunks = {
                 c.id: {
                     "content": c.content,
-                    "tokens": self.store.count_tokens(c.content),
+                    "tokens": c.tokens,
                     "chunk_order_index": c.order,
                     "full_doc_id": did,
                     "file_path": path,
