@@ -63,7 +63,7 @@ def _covered(item: Item, aspects: set[str]) -> set[str]:
 
 
 def select(
-    candidates: list[Item], aspects: set[str], budget: int, count: Callable[[str], int]
+    candidates: list[Item], aspects: set[str], budget: int, count: Callable[[list[str]], list[int]]
 ) -> tuple[list[Item], int, str]:
     """Greedy weighted set cover by tokens: the chosen items (in choice order), the tokens
     they cost, and why the choice stopped (``STOP_RULES``).
@@ -73,9 +73,10 @@ def select(
     time worth less, since one sentence that happens to contain a word rarely answers
     the question) plus its ``prior``, the retrieval's belief in its note (the fused
     rank). The best value is taken until nothing more fits or nothing is worth taking,
-    so a question with many relevant candidates gets the budget it was given."""
-    for item in candidates:
-        item.tokens = max(1, count(item.text))
+    so a question with many relevant candidates gets the budget it was given. ``count``
+    counts many texts in one call."""
+    for item, n in zip(candidates, count([it.text for it in candidates]), strict=True):
+        item.tokens = max(1, n)
         item.aspects = _covered(item, aspects)
     chosen: list[Item] = []
     times: dict[str, int] = dict.fromkeys(aspects, 0)
@@ -114,11 +115,11 @@ def first_path(file_path: str | None) -> str | None:
     return paths[0] if paths else None
 
 
-def truncate(items: list[Item], budget: int, count: Callable[[str], int]) -> list[Item]:
+def truncate(items: list[Item], budget: int, count: Callable[[list[str]], list[int]]) -> list[Item]:
     """The baseline: items in LightRAG's order, cut at the budget."""
     out, used = [], 0
-    for item in items:
-        cost = max(1, count(item.text))
+    for item, n in zip(items, count([it.text for it in items]), strict=True):
+        cost = max(1, n)
         if used + cost > budget:
             break
         out.append(item)

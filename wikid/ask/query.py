@@ -285,7 +285,7 @@ def _assemble(
     question, explain = asked.question, asked.explain
     pool, ranking, seeded = _pool(index, question, names, vector_items, hits)
     aspects = aspects_of(question, [n for n, _ in names], [p for _, p in names])
-    chosen, used, stopped = select(pool, aspects, asked.budget, index.count_tokens)
+    chosen, used, stopped = select(pool, aspects, asked.budget, index.count_all)
     by_kind: dict[str, list[dict[str, Any]]] = {"entities": [], "relations": [], "chunks": []}
     for item in chosen:
         kind = {"entity": "entities", "relation": "relations", "chunk": "chunks"}[item.kind]
@@ -325,4 +325,4 @@ async def baseline(index: Index, question: str, mode: str, budget: int) -> list[
     high, low, _ = keywords(index, question)
     param = QueryParam(mode=mode, enable_rerank=False, hl_keywords=high, ll_keywords=low)  # type: ignore[arg-type]
     result = await index.aquery_data(question, param)
-    return truncate(_items(result.get("data") or {}, None), budget, index.count_tokens)
+    return truncate(_items(result.get("data") or {}, None), budget, index.count_all)

@@ -237,6 +237,9 @@ class Store:
     def count_tokens(self, text: str) -> int:
         return tokens.count(text)
 
+    def count_all(self, texts: list[str]) -> list[int]:
+        return tokens.count_all(texts)
+
     async def open(self) -> bool:
         """Open the storages; True when the store was started over (another embedding
         model, or a lost ledger): what was read of the ledger before is void."""

@@ -77,6 +77,15 @@ def count(text: str) -> int:
     return len(ids(text))
 
 
+def count_all(texts: list[str]) -> list[int]:
+    """The counts of many texts in one call: the tokenizer runs them in parallel with
+    the GIL released. Why: a query counts every candidate (~100), and one text at a
+    time cost 0.3 ms each, holding the GIL (+30 ms a query at 13k notes, measured)."""
+    if not texts:
+        return []
+    return [len(e.ids) for e in wordpiece().encode_batch(texts, add_special_tokens=False)]
+
+
 class LightRAGTokenizer:
     """What LightRAG's ``Tokenizer`` wraps: ``encode`` and ``decode``."""
 

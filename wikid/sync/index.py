@@ -330,8 +330,8 @@ class Index:
         """The chunks of a note as they are stored (empty for a note not in the graph)."""
         return self.sink.mapper.chunks(path) if path in self.vg.notes else []
 
-    def count_tokens(self, text: str) -> int:
-        return self.store.count_tokens(text)
+    def count_all(self, texts: list[str]) -> list[int]:
+        return self.store.count_all(texts)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """Vectors of short texts by the store's model, uncached (question words, labels)."""
