@@ -46,7 +46,6 @@ class HashEmbedder:
     def __init__(self) -> None:
         real = default_embedder()
         self.model_id, self.dim, self.max_tokens = real.model_id, real.dim, real.max_tokens
-        self.count_tokens = real.count_tokens
         self.texts: list[str] = []
 
     def embed(self, texts: list[str]) -> np.ndarray:

