@@ -77,6 +77,11 @@ def test_after_a_sync_the_graph_holds_lean_notes_and_answers_from_the_files(
             (hit,) = api.search(idx, "quasar")["hits"]
             assert (hit["path"], hit["line"]) == ("Notes/Loose.md", 1)
 
+            idx.sink.mapper.keep(0)
+            reads = vg.reads
+            await idx.sink.reconcile_all()  # every note's records again, from lean notes
+            assert vg.reads == reads + len(vg.notes)  # each file read once, not per use
+
             write(vault, "Ada.md", "# Ada\n\nShe wrote programs.\n\nSee [[Engine]] twice.\n")
             await idx.update(["Ada.md"])
             assert idx.graph.notes["Ada.md"].body is None  # written, then released

@@ -162,11 +162,14 @@ class Mapper:
         # note never chunk its unchanged neighbours again (a tag touches thousands).
         self._spans: dict[str, tuple[str, Spans]] = {}
 
-    def chunks(self, path: str) -> list[Chunk]:
+    def chunks(self, path: str, full: Note | None = None) -> list[Chunk]:
+        """The note's chunks, made again only when its digest is not the cached one's:
+        from ``full`` when the caller has the note with its body, else from
+        ``VaultGraph.full`` (which reads a lean note's file)."""
         note = self.vg.notes[path]
         cached = self._chunks.pop(path, None)  # re-inserted last: the dict is in LRU order
         if cached is None or cached[0] != note.digest:
-            cached = (note.digest, self.chunker(self.vg.full(path)))
+            cached = (note.digest, self.chunker(full or self.vg.full(path)))
         self._chunks[path] = cached
         return cached[1]
 

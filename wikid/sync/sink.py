@@ -434,7 +434,7 @@ class Sink:
                 self._diff(ops, "doc", path, {}, self.ledger.docs_of(path))
                 rows[path] = None
                 continue
-            chunks = self.mapper.chunks(path)
+            chunks = self.mapper.chunks(path, note)  # the note read once, if lean
             did = doc_id(path)
             desired_chunks = {
                 c.id: {
