@@ -28,6 +28,7 @@ from wikid.store import rag as rag_module
 from wikid.store.embed import default_embedder
 from wikid.store.export import export_store
 from wikid.store.rag import find_workspaces
+from wikid.sync import records as records_module
 from wikid.sync import sink as sink_module
 from wikid.sync.index import Index
 
@@ -427,3 +428,51 @@ def test_keys_sorted_in_pieces_are_sorted(keys: set[tuple[str, str]], piece: int
         assert sink._sorted(keys) == sorted(keys)
     finally:
         sink._SORT_PIECE = before
+
+
+def test_a_sliced_reconcile_keeps_few_notes_chunks_and_writes_every_file_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each slice of a cold start writes the parse-cache rows of its own notes, so no
+    slice chunks the whole vault, and the chunk cache is cut back after every slice
+    (spans are kept for every note, which is all other slices need). The parse cache
+    still ends complete: the next start reads no file."""
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE, vault)
+    monkeypatch.setattr(sink_module, "SLICE_KEYS", 4)
+    monkeypatch.setattr(records_module, "CHUNK_CACHE_NOTES", 2)
+    workspace = unique_workspace()
+    cached: list[int] = []
+    chunked: list[str] = []
+
+    async def run() -> int:
+        idx = await Index.open(vault, tmp_path / "wd", workspace=workspace)
+        try:
+            mapper = idx.sink.mapper
+            chunker = mapper.chunker
+            mapper.chunker = lambda note: chunked.append(note.path) or chunker(note)
+            write_slice = idx.sink._write
+
+            async def counted(planned: Any, searched: set[str]) -> None:
+                await write_slice(planned, searched)
+                cached.append(len(mapper._chunks))
+
+            monkeypatch.setattr(idx.sink, "_write", counted)
+            await idx.sync()
+            return len(idx.graph.notes)
+        finally:
+            await idx.close()
+
+    notes = asyncio.run(run())
+    assert len(cached) > 3 and max(cached) <= 2
+    assert len(set(chunked)) == notes and len(chunked) <= 2 * notes
+
+    async def restart() -> int:
+        idx = await Index.open(vault, tmp_path / "wd", workspace=workspace)
+        try:
+            await idx.sync()
+            return idx.graph.reads
+        finally:
+            await idx.close()
+
+    assert asyncio.run(restart()) == 0

@@ -196,10 +196,12 @@ class Mapper:
         self._chunks.pop(path, None)
         self._spans.pop(path, None)
 
-    def keep(self, n: int = CHUNK_CACHE_NOTES) -> None:
+    def keep(self, n: int | None = None) -> None:
         """Drop all but the ``n`` notes' chunks used last. Called after a batch, not
-        per lookup: a full reconcile reads every note's chunks once per slice, and a
-        smaller cache there would chunk the vault again for each."""
+        per lookup: a batch reads a note's chunks for its chunk records and again for
+        its file row. Other records need only spans, kept for every note, so a full
+        reconcile's slice chunks its own notes and those whose spans are not known."""
+        n = CHUNK_CACHE_NOTES if n is None else n
         for path in list(itertools.islice(self._chunks, max(0, len(self._chunks) - n))):
             del self._chunks[path]
 

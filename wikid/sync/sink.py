@@ -123,16 +123,23 @@ class Sink:
         self.ledger.set_meta({restart.META_KEY: ""})
         pending = self.ledger.pending()
 
+        attachments = _sorted(self.vg.attachments)
+
         def plan(i: int) -> _Planned:
             """Slice ``i``: every ``parts``-th key, computed from the whole graph, so the
             slices add up to one full reconcile; keys a crash may have torn are forced
-            in the first, which writes the whole parse cache too."""
+            in the first, which also empties the parse cache. Each slice writes the
+            parse-cache rows of the notes whose chunks it writes, chunked once for
+            both. Why not all in the first: chunking every note there held the model
+            idle and every edit waiting for 13 s at 13k notes, and every note's chunks
+            in memory until the end (~60 MB)."""
+            mine = ts[i::parts]
             return self._plan(
                 set(ns[i::parts]),
                 set(ps[i::parts]),
-                {p for p in ts[i::parts] if p in notes},
+                {p for p in mine if p in notes},
                 force=pending if i == 0 else {},
-                files=set(self.vg.notes) | self.vg.attachments if i == 0 else None,
+                files={*mine, *attachments[i::parts]},
                 all_files=i == 0,
             )
 
@@ -354,8 +361,7 @@ class Sink:
         # The store and the search index hold these notes' text now: the graph keeps
         # them lean (a reconcile's search rows were written before its first slice).
         self.vg.release({p: row[0] for p, row in planned.notes.items() if row is not None})
-        if not self._reconciling:  # its slices each read every note's chunks
-            self.mapper.keep()
+        self.mapper.keep()
         trim()  # a big batch's records are garbage now: give their pages back
 
     def _texts(self, paths: set[str]) -> dict[str, Note | None]:
