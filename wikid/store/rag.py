@@ -48,9 +48,10 @@ STORAGE_CLASSES = {
     "postgres": postgres.CLASS_NAMES,
 }
 assert tuple(STORAGE_CLASSES) == BACKENDS
-# Texts per model call while a batch embeds ahead: a few seconds of work, so progress
-# moves and an edit waiting behind a cold backlog is let in soon (Sink.Live).
-EMBED_CALL = 256
+# Texts per model call while a batch embeds ahead: an edit waiting behind a cold
+# backlog is let in when the call ends (Sink.Live). 64 is ~0.2 s on 2 cores (256
+# was ~0.9 s: half of an edit's wait then), at the same texts a second.
+EMBED_CALL = 64
 # Rows per storage call in a batch's write: the calls run on the event loop, so a
 # big batch (a slice of a cold start) is written in parts, with the loop let in
 # between (status, links and search answer meanwhile; the transaction stays one).
