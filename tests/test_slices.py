@@ -95,30 +95,40 @@ def test_a_slice_planned_before_a_write_it_depends_on_is_planned_again_after_it(
     assert [i for what, i in r.events if what == "write"] == [0, 1, 2, 3]
 
 
-def test_an_edit_goes_in_with_nothing_planned_or_embedding_and_the_slices_go_on() -> None:
+def test_an_edit_goes_in_while_a_slice_embeds_and_stale_plans_are_made_again() -> None:
+    """An edit waits for no embedding, only for a plan to end; every slice is written
+    from a plan made after the last edit, and the edits cost one plan of the slice
+    they came during, however many came."""
     r = Recorder()
-    seen: dict[str, int] = {}
-    due = [False]
+    seen: list[tuple[int, int]] = []
+    due = [0]
 
     async def edit() -> None:
-        seen["planning"], seen["embedding"] = r.planning, r.embedding
+        seen.append((r.planning, r.embedding))
         r.log("edit", -1)
-        due[0] = False
+        due[0] -= 1
 
     async def main() -> None:
-        task = asyncio.create_task(run(5, r.steps(), Tally(5, None), Live(lambda: due[0], edit)))
+        task = asyncio.create_task(
+            run(5, r.steps(), Tally(5, None), Live(lambda: due[0] > 0, edit))
+        )
         while ("embed", 2) not in r.events:
             await asyncio.sleep(0.001)
-        due[0] = True
+        due[0] = 3  # three edits in a row, while slice 2 embeds
         await task
 
     asyncio.run(main())
-    assert seen == {"planning": 0, "embedding": 0}
-    assert r.stop_seen  # an embedding noticed the edit and stopped early
+    assert len(seen) == 3 and all(planning == 0 for planning, _ in seen)
+    assert any(embedding for _, embedding in seen)  # it did not wait for the embedding
+    assert not r.stop_seen  # nor cut it
     assert [i for what, i in r.events if what == "write"] == [0, 1, 2, 3, 4]
-    edit_at = r.at("edit", -1)
-    after = [e for e in r.events[edit_at:] if e[0] == "plan"]
-    assert after and after[0][1] in (1, 2, 3)  # what was planned before it is planned again
+    last_edit = max(k for k, e in enumerate(r.events) if e == ("edit", -1))
+    for i in range(5):
+        written = r.at("write", i)
+        planned = max(k for k, e in enumerate(r.events[:written]) if e == ("planned", i))
+        if written > last_edit:
+            assert planned > last_edit  # written from a plan made after the edits
+    assert len([e for e in r.events if e == ("plan", 2)]) == 2  # once more, for 3 edits
 
 
 def test_stopping_raises_and_leaves_nothing_running() -> None:

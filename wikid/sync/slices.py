@@ -10,13 +10,15 @@ and the ledger's mirror rows of its own slice's owners, and slices have disjoint
 owners. So a plan made before the previous slice was written is the plan made
 after, unless
 
-- the graph changed in between: an edit is let in only when nothing is planned
-  or embedding ahead, and the slice planned ahead is then thrown away;
+- the graph changed in between: an edit is let in only when no plan runs and
+  nothing is being written, and a slice planned before it is planned again before
+  it is written (once its texts are embedded: the edit left most of them as they
+  were, and those are cached by then);
 - the previous slice wrote a key this one plans too (a name handed from a node
   of one slice to a node of the other), or forced keys a crash may have torn,
   whoever owns them: ``stale`` says so, and the slice is planned again.
 
-Either way what was embedded ahead is cached, so little is lost.
+Either way what was embedded before is cached, so little is lost.
 """
 
 from __future__ import annotations
@@ -80,10 +82,10 @@ class Steps(Generic[P]):
 
 
 @dataclass
-class _Ahead(Generic[P]):
+class _Plan(Generic[P]):
     index: int
     planned: P
-    embedding: asyncio.Task[int | None]
+    edits: int  # edits let in before it was made: it is stale once there are more
 
 
 class Stopped(Exception):
@@ -95,80 +97,100 @@ class Stopped(Exception):
 @dataclass
 class Live:
     """Edits saved during a full reconcile: ``waiting()`` says a batch of them is due,
-    ``run()`` applies it as an ordinary batch. The reconcile lets them in between its
-    slices and while a slice embeds, so a fresh edit never waits behind a cold backlog.
-    ``stopping()`` ends the reconcile at the same points (``Stopped``): a cold 13k store
-    embeds for 20 minutes, longer than anyone (or systemd) waits for a stop."""
+    ``run()`` applies it as an ordinary batch. The reconcile lets them in whenever no
+    plan runs and no slice is being written, even while a slice embeds, so a fresh edit
+    never waits behind a cold backlog. ``stopping()`` ends the reconcile (``Stopped``):
+    a cold 13k store embeds for 10 minutes, longer than anyone (or systemd) waits for a
+    stop."""
 
     waiting: Callable[[], bool]
     run: Callable[[], Awaitable[None]]
     stopping: Callable[[], bool] = lambda: False
 
-    def due(self) -> bool:
-        return self.waiting() or self.stopping()
+
+POLL_S = 0.05  # how often a wait for an embedding looks for a waiting edit
 
 
 async def run(parts: int, steps: Steps[P], tally: Tally, live: Live | None) -> Outcome:
-    """Run slices ``0 .. parts - 1``. Between slices, and as soon as an embedding step
-    notices, ``live`` edits are let in, the graph quiet: no plan runs then and nothing
-    embeds ahead. Its ``stopping()`` ends the run (``Stopped``)."""
+    """Run slices ``0 .. parts - 1``: slice ``i + 1`` is planned while slice ``i``
+    embeds, and embeds while slice ``i`` is written. ``live`` edits go in whenever no
+    plan runs and nothing is being written; a slice's embedding goes on meanwhile, and
+    a slice planned before an edit is planned again once its texts are embedded (those
+    the edit did not change are cached by then), so each slice is planned again at most
+    once however many edits came: an edit does not cost a plan. ``live.stopping()``
+    ends the run (``Stopped``)."""
     started = time.perf_counter()
     out = Outcome()
-    halt = [False]  # set on the way out: an embedding ahead stops at its next call
+    halt = [False]  # set on the way out: an embedding stops at its next call
+    edits = [0]
 
     def stop() -> bool:
-        return halt[0] or (live is not None and live.due())
+        return halt[0] or (live is not None and live.stopping())
 
-    async def plan(i: int) -> P:
-        return await asyncio.to_thread(steps.plan, i)
+    async def plan(i: int) -> _Plan[P]:
+        made_after = edits[0]
+        return _Plan(i, await asyncio.to_thread(steps.plan, i), made_after)
 
-    def embed(i: int, planned: P) -> asyncio.Task[int | None]:
-        return asyncio.create_task(steps.embed(planned, stop, tally.of(i)))
+    def embed(p: _Plan[P]) -> asyncio.Task[int | None]:
+        return asyncio.create_task(steps.embed(p.planned, stop, tally.of(p.index)))
 
-    ahead: _Ahead[P] | None = None
-    following: asyncio.Task[P] | None = None
-    i = 0
+    def edit_due() -> bool:
+        return live is not None and live.waiting() and not live.stopping()
+
+    async def let_edits_in(task: asyncio.Task[Any], planning: asyncio.Task[Any] | None) -> None:
+        """Wait for ``task``, letting edits in meanwhile whenever no plan runs."""
+        while not task.done():
+            if edit_due() and (planning is None or planning.done()):
+                assert live is not None
+                await live.run()
+                edits[0] += 1
+                continue
+            await asyncio.wait({task}, timeout=POLL_S)
+
+    async def embedded(task: asyncio.Task[int | None]) -> int:
+        n = await task
+        if n is None:  # it stopped: the daemon is stopping
+            raise Stopped
+        return n
+
+    following: asyncio.Task[_Plan[P]] | None = None
+    tasks: list[asyncio.Task[Any]] = []
     try:
-        while i < parts:
-            if ahead is not None and ahead.index == i:
-                planned, embedding = ahead.planned, ahead.embedding
-            else:
-                planned = await plan(i)
-                embedding = embed(i, planned)
-            ahead = None
+        cur = await plan(0)
+        embedding = embed(cur)
+        tasks.append(embedding)
+        for i in range(parts):
+            if edit_due():  # between slices: no plan runs yet
+                assert live is not None
+                await live.run()
+                edits[0] += 1
             if i + 1 < parts:
                 following = asyncio.create_task(plan(i + 1))
-            embedded = await embedding
-            nxt, following = (await following if following else None), None
-            if embedded is not None:
-                if nxt is not None:
-                    ahead = _Ahead(i + 1, nxt, embed(i + 1, nxt))
-                for kind, n in (await steps.write(planned)).items():
-                    out.writes[kind] = out.writes.get(kind, 0) + n
-                out.embedded += embedded
-                i += 1
-                if ahead is not None and steps.stale(planned, ahead.planned):
-                    out.embedded += await _settle(ahead)
-                    ahead = None
+                tasks.append(following)
+            await let_edits_in(embedding, following)
+            out.embedded += await embedded(embedding)
+            if cur.edits != edits[0]:  # planned before an edit: again, this time to write
+                if following is not None:
+                    await asyncio.wait({following})  # never two plans at once
+                cur = await plan(i)
+                embedding = embed(cur)
+                tasks.append(embedding)
+                out.embedded += await embedded(embedding)  # no edit meanwhile: it ends
+            nxt = await following if following is not None else None
+            following = None
+            if nxt is not None:
+                embedding = embed(nxt)
+                tasks.append(embedding)
+            for kind, n in (await steps.write(cur.planned)).items():
+                out.writes[kind] = out.writes.get(kind, 0) + n
             if live is not None and live.stopping():
                 raise Stopped
-            if live is not None and live.waiting():
-                out.embedded += await _settle(ahead)  # it stops at its next call
-                ahead = None
-                await live.run()
+            if nxt is not None:
+                if steps.stale(cur.planned, nxt.planned):
+                    nxt.edits = -1  # planned again once embedded, now that ``cur`` is written
+                cur = nxt
     finally:
         halt[0] = True
-        if following is not None:
-            await asyncio.gather(following, return_exceptions=True)
-        await _settle(ahead)
+        await asyncio.gather(*tasks, return_exceptions=True)
     out.seconds = time.perf_counter() - started
     return out
-
-
-async def _settle(ahead: _Ahead[P] | None) -> int:
-    """Wait for an embedding ahead to stop (its texts are cached, never lost): how many
-    it embedded."""
-    if ahead is None:
-        return 0
-    done = await asyncio.gather(ahead.embedding, return_exceptions=True)
-    return done[0] if isinstance(done[0], int) else 0
