@@ -78,7 +78,7 @@ def ids(text: str) -> list[int]:
 _PLAIN = re.compile(r"[\t\n\r -~]*")
 _WORD = re.compile(r"[a-z0-9]+|[^a-z0-9\s]")
 _pieces: dict[str, int] = {}  # word -> its word pieces (WordPiece reads each word alone)
-WORD_MEMO = 1 << 16  # words remembered (~6 MB), then forgotten at once
+WORD_MEMO = 1 << 15  # words remembered (~3 MB), then forgotten at once
 
 
 def _word(w: str) -> int:
