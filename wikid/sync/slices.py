@@ -134,16 +134,18 @@ async def run(parts: int, steps: Steps[P], tally: Tally, live: Live | None) -> O
     def embed(p: _Plan[P]) -> asyncio.Task[int | None]:
         return asyncio.create_task(steps.embed(p.planned, stop, tally.of(p.index)))
 
-    def edit_due() -> bool:
-        return live is not None and live.waiting() and not live.stopping()
+    async def admit() -> bool:
+        """Let a waiting edit in (the caller knows no plan runs); True if one went in."""
+        if live is None or not live.waiting() or live.stopping():
+            return False
+        await live.run()
+        edits[0] += 1
+        return True
 
     async def let_edits_in(task: asyncio.Task[Any], planning: asyncio.Task[Any] | None) -> None:
         """Wait for ``task``, letting edits in meanwhile whenever no plan runs."""
         while not task.done():
-            if edit_due() and (planning is None or planning.done()):
-                assert live is not None
-                await live.run()
-                edits[0] += 1
+            if (planning is None or planning.done()) and await admit():
                 continue
             await asyncio.wait({task}, timeout=POLL_S)
 
@@ -160,10 +162,7 @@ async def run(parts: int, steps: Steps[P], tally: Tally, live: Live | None) -> O
         embedding = embed(cur)
         tasks.append(embedding)
         for i in range(parts):
-            if edit_due():  # between slices: no plan runs yet
-                assert live is not None
-                await live.run()
-                edits[0] += 1
+            await admit()  # between slices: no plan runs yet
             if i + 1 < parts:
                 following = asyncio.create_task(plan(i + 1))
                 tasks.append(following)
