@@ -495,6 +495,8 @@ def test_vector_index_tracks_puts_and_drops(steps: list[tuple[bool, list[int]]])
         assert sorted(ids) == sorted(model) and len(index) == len(model)
         assert all(index.row(k) == i and k in index for i, k in enumerate(ids))
         assert "absent" not in index and index.row("absent") is None
+        assert "é" not in index and "k1\x00" not in index  # never storable: absent
+        index.drop(["é"])
     for k, v in model.items():
         assert index.candidates(v, 1) == [k]
 

@@ -65,7 +65,7 @@ class VectorIndex:
         return self._n
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and bool(self._rows(_keys([key]))[0] >= 0)
+        return isinstance(key, str) and self.row(key) is not None
 
     @property
     def ids(self) -> list[str]:
@@ -74,6 +74,8 @@ class VectorIndex:
 
     def row(self, key: str) -> int | None:
         """The row holding ``key``'s vector (None: absent)."""
+        if not _storable(key):  # it cannot have been put
+            return None
         r = int(self._rows(_keys([key]))[0])
         return None if r < 0 else r
 
@@ -126,8 +128,9 @@ class VectorIndex:
         self._n = n + m
 
     def drop(self, ids: list[str]) -> None:
-        """Remove vectors; the last rows fill the holes, so the rows stay dense."""
-        found = self._rows(_keys(list(dict.fromkeys(ids))))
+        """Remove vectors (ids never put are ignored); the last rows fill the holes, so
+        the rows stay dense."""
+        found = self._rows(_keys([k for k in dict.fromkeys(ids) if _storable(k)]))
         found = found[found >= 0]
         if not len(found):
             return
@@ -207,10 +210,14 @@ class VectorIndex:
         return index
 
 
+def _storable(key: str) -> bool:
+    """ASCII without NUL (numpy's bytes drop trailing NULs): LightRAG's ids always are."""
+    return key.isascii() and "\x00" not in key
+
+
 def _keys(ids: list[str]) -> np.ndarray:
-    """Ids as a numpy bytes array. Raises ValueError for an id that is not ASCII or
-    holds a NUL (numpy's bytes drop trailing NULs): LightRAG's ids never do."""
+    """Ids as a numpy bytes array. Raises ValueError for an id that is not storable."""
     for k in ids:
-        if not k.isascii() or "\x00" in k:
+        if not _storable(k):
             raise ValueError(f"vector id {k!r} is not NUL-free ASCII")
     return np.array([k.encode() for k in ids], dtype=bytes) if ids else np.zeros(0, "S1")
