@@ -123,7 +123,7 @@ class Sink:
         self.ledger.set_meta({restart.META_KEY: ""})
         pending = self.ledger.pending()
 
-        attachments = _sorted(self.vg.attachments)
+        attachments = await asyncio.to_thread(_sorted, set(self.vg.attachments))
 
         def plan(i: int) -> _Planned:
             """Slice ``i``: every ``parts``-th key, computed from the whole graph, so the
