@@ -24,9 +24,10 @@ from typing import Any
 
 import networkx as nx
 
+from wikid.core._groups import Groups
 from wikid.core.conflicts import conflict_of
 from wikid.core.delta import Attrs, Delta, EdgeKey, diff
-from wikid.core.edges import LinkGraph, edge_key, link_attrs, sparse
+from wikid.core.edges import TAG_ATTRS, EdgeAttrs, LinkGraph, edge_key, link_attrs, sparse
 from wikid.core.note import Note, digest
 from wikid.core.resolve import FileIndex, alias_key, file_key, link_keys, resolve
 from wikid.core.vault import (
@@ -79,7 +80,7 @@ class VaultGraph:
         self.index = FileIndex()
         self.walk_errors: dict[str, str] = {}
         self._errors: dict[str, str] = {}  # note -> why part of it could not be read
-        self._deps: dict[str, set[str]] = {}  # key -> notes whose links depend on it
+        self._deps = Groups()  # key -> notes whose links depend on it
         self._note_keys: dict[str, tuple[str, ...]] = {}
         self._created: set[str] = set()  # ghost/tag nodes created during one update()
         # A canvas's edges between two other files (kind canvas-edge): its own, though
@@ -310,7 +311,7 @@ class VaultGraph:
             keys |= old_aliases ^ new_aliases
         affected = set(notes_new)
         for k in keys:
-            affected |= self._deps.get(k, set())
+            affected.update(self._deps.get(k))
         return affected
 
     def _out_edges(self, sources: set[str], touched: set[str]) -> dict[EdgeKey, Attrs]:
@@ -372,6 +373,7 @@ class VaultGraph:
     def _link(self, source: str) -> None:
         note = self.notes[source]
         keys: set[str] = set()
+        shared: dict[tuple[tuple[str, Any], ...], EdgeAttrs] = {}  # equal attrs, one dict
         for i, link in enumerate(note.links):
             keys |= link_keys(link.target, source)
             r = resolve(self.index, link.target, source)
@@ -382,13 +384,15 @@ class VaultGraph:
                     self._created.add(target)
             else:
                 target = r.path
-            self.g.add_edge(source, target, key=edge_key(i), **link_attrs(link, r))
+            attrs = link_attrs(link, r)
+            held = shared.setdefault(tuple(attrs.items()), EdgeAttrs(attrs))
+            self.g.add_shared(source, target, edge_key(i), held)
         for tag in note.tags:
             tid = TAG + tag.lower()
             if tid not in self.g:
                 self.g.add_node(tid, **_plain_attrs("tag", tag.lower(), None))
                 self._created.add(tid)
-            self.g.add_edge(source, tid, key=tid, kind="tag")
+            self.g.add_shared(source, tid, tid, TAG_ATTRS)
         keys |= self._join(source, note)
         self._set_deps(source, keys)
 
@@ -426,14 +430,11 @@ class VaultGraph:
         return keys
 
     def _set_deps(self, source: str, keys: set[str]) -> None:
-        for k in set(self._note_keys.pop(source, ())) - keys:
-            users = self._deps.get(k)
-            if users is not None:
-                users.discard(source)
-                if not users:
-                    del self._deps[k]
-        for k in keys:
-            self._deps.setdefault(sys.intern(k), set()).add(source)
+        old = set(self._note_keys.pop(source, ()))
+        for k in old - keys:
+            self._deps.discard(k, source)
+        for k in keys - old:
+            self._deps.add(k, source)
         if keys:
             # A tuple of interned keys, the same string objects as ``_deps``'s: with a
             # set of copies, a 13k-note graph took 171 MB, 17 more than now.

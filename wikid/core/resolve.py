@@ -21,8 +21,10 @@ Rules, in order (see the spec for the why):
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Collection
 from dataclasses import dataclass
 
+from wikid.core._groups import Groups
 from wikid.core._markdown import nfc
 
 
@@ -56,33 +58,24 @@ class FileIndex:
     """Vault files grouped by name key (notes and attachments alike)."""
 
     def __init__(self) -> None:
-        self.by_key: dict[str, set[str]] = {}
-        self.aliases: dict[str, set[str]] = {}  # alias key -> notes carrying it
+        self.by_key = Groups()  # name key -> files of that name
+        self.aliases = Groups()  # alias key -> notes carrying it
         # Each file's folded path, folded once: resolution compares it with every
         # link to the file's name (~100k comparisons building a 10k-note graph).
         self.folded: dict[str, str] = {}
 
     def add(self, path: str) -> None:
         folded = self.folded[path] = fold(path)
-        self.by_key.setdefault(_name_key(folded), set()).add(path)
+        self.by_key.add(_name_key(folded), path)
 
     def remove(self, path: str) -> None:
-        key = _name_key(self.folded.pop(path, "") or fold(path))
-        paths = self.by_key.get(key)
-        if paths is not None:
-            paths.discard(path)
-            if not paths:
-                del self.by_key[key]
+        self.by_key.discard(_name_key(self.folded.pop(path, "") or fold(path)), path)
 
     def set_aliases(self, path: str, old: tuple[str, ...], new: tuple[str, ...]) -> None:
         for a in old:
-            owners = self.aliases.get(alias_key(a))
-            if owners is not None:
-                owners.discard(path)
-                if not owners:
-                    del self.aliases[alias_key(a)]
+            self.aliases.discard(alias_key(a), path)
         for a in new:
-            self.aliases.setdefault(alias_key(a), set()).add(path)
+            self.aliases.add(alias_key(a), path)
 
 
 def _relative(target: str, source: str) -> str | None:
@@ -122,7 +115,7 @@ def resolve(index: FileIndex, target: str, source: str) -> Resolution:
         if folded is not None:
             for interp in (folded + ".md", folded):
                 exact = sorted(
-                    p for p in index.by_key.get(_name_key(interp), ()) if index.folded[p] == interp
+                    p for p in index.by_key.get(_name_key(interp)) if index.folded[p] == interp
                 )
                 if exact:
                     return Resolution(exact[0], ambiguous=len(exact) > 1)
@@ -138,7 +131,7 @@ def resolve(index: FileIndex, target: str, source: str) -> Resolution:
 
 
 def _pick(
-    folded: dict[str, str], paths: set[str], interp: str, as_written: str, source: str
+    folded: dict[str, str], paths: Collection[str], interp: str, as_written: str, source: str
 ) -> Resolution | None:
     tail = "/" + interp
     candidates = [p for p in paths if folded[p] == interp or folded[p].endswith(tail)]

@@ -48,6 +48,11 @@ from wikid.sync.records import Namer, Spans
 # ``tokens`` counted with MiniLM's WordPiece, for every embedder, not cl100k), so a
 # restart reconciles every key.
 FORMAT = 5
+# The saved graph's layout, apart from the parse cache's format: a graph saved in an
+# older layout is not loaded (the restart rebuilds it from the cache, 2 s at 13k notes)
+# and the cache stays valid. 2: groups of paths as tuples (``core._groups``), edges
+# with equal attributes sharing one dict.
+GRAPH_LAYOUT = 2
 META_KEY = "parse_cache"
 SAVED = "wikid-graph.pickle"  # beside the ledger's file
 _BAD_PICKLE = (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError)
@@ -126,7 +131,7 @@ def save(
     old one."""
     file = ledger.path.parent / SAVED
     part = file.with_name(file.name + ".part")
-    stamp = fingerprint(graph.filter, extracting=False)
+    stamp = f"{fingerprint(graph.filter, extracting=False)}/{GRAPH_LAYOUT}"
     try:
         with open(part, "wb") as fh:
             pickle.dump((stamp, graph, spans, namer), fh, protocol=pickle.HIGHEST_PROTOCOL)
@@ -147,7 +152,7 @@ def _saved(
             saved_stamp, graph, spans, namer = pickle.load(fh)
     except (OSError, ImportError, *_BAD_PICKLE):
         return None
-    if saved_stamp != stamp or not isinstance(graph, VaultGraph):
+    if saved_stamp != f"{stamp}/{GRAPH_LAYOUT}" or not isinstance(graph, VaultGraph):
         return None
     if not isinstance(namer, Namer):
         return None

@@ -274,9 +274,9 @@ def exact_names(vg: VaultGraph, question: str, common: set[str]) -> list[tuple[s
 
 def _named(vg: VaultGraph, name: str) -> list[tuple[str, str]]:
     idx = vg.index
-    notes = sorted(p for p in idx.by_key.get(fold(name), ()) if p in vg.notes)
+    notes = sorted(p for p in idx.by_key.get(fold(name)) if p in vg.notes)
     out = [(vg.notes[p].title, p) for p in notes]
-    out += [(name, p) for p in sorted(idx.aliases.get(alias_key(name), ()))]
+    out += [(name, p) for p in sorted(idx.aliases.get(alias_key(name)))]
     tag = TAG + name
     if tag in vg.g:
         tagged = sorted(u for u, _ in vg.g.in_edges(tag) if u in vg.notes)
