@@ -9,6 +9,7 @@ within two seconds.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import resource
@@ -27,6 +28,7 @@ from daemontools import DaemonProc
 from graphtools import write
 
 from wikid.client import request
+from wikid.server.protocol import MAX_CLIENTS, listen
 
 MARKER = "OUTSIDE-MARKER-5e1f"
 GOOD = [f"Good {i}.md" for i in range(5)]
@@ -283,6 +285,84 @@ def test_a_flood_of_idle_connections_starves_nobody(tmp_path: Path) -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         assert not d.call("status")["rejected"]
     assert d.log.stat().st_size - log_before < 200_000
+
+
+def test_connections_that_are_closing_hold_no_slot(tmp_path: Path) -> None:
+    """Many clients leave at once, and the next one arrives in the same loop turn: the
+    leaving connections, still closing, must not count against MAX_CLIENTS (CI once got
+    "busy: 64 requests are in progress" right after the flood above closed its sockets)."""
+
+    async def main() -> list[dict[str, Any]]:
+        async def dispatch(op: Any, req: dict[str, Any], emit: Any) -> tuple[Any, bool]:
+            return op, False
+
+        path = tmp_path / "s.sock"
+        listener = await listen(path, dispatch, lambda: None)
+        replies = []
+        try:
+            for _ in range(10):
+                clients = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(64)]
+                for c in clients:
+                    c.connect(str(path))
+                while len(listener.idle) < MAX_CLIENTS:
+                    await asyncio.sleep(0.001)
+                for c in clients:  # no await between these closes and the next connect
+                    c.close()
+                reader, writer = await asyncio.open_unix_connection(str(path))
+                writer.write(b'{"id": 1, "op": "ping"}\n')
+                replies.append(json.loads(await reader.readline()))
+                writer.close()
+                while listener.active:
+                    await asyncio.sleep(0.001)
+        finally:
+            await listener.close()
+        return replies
+
+    replies = asyncio.run(main())
+    assert [r.get("result") for r in replies] == ["ping"] * 10, replies
+
+
+def test_a_client_waits_out_a_full_listen_backlog(tmp_path: Path) -> None:
+    """A Unix socket whose backlog is full refuses a connect with EAGAIN at once; the
+    client retries until its timeout instead of failing (or printing a traceback)."""
+    path = tmp_path / "s.sock"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(0)
+    queued = []
+    for _ in range(64):  # fill the backlog
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.setblocking(False)
+        try:
+            c.connect(str(path))
+        except BlockingIOError:
+            c.close()
+            break
+        queued.append(c)
+
+    def serve_late() -> None:
+        time.sleep(0.3)
+        for c in queued:  # these send nothing: accepted, they read as closed
+            c.close()
+        server.settimeout(5)  # should the client have given up, do not wait forever
+        for _ in range(len(queued) + 1):
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                return
+            with conn:
+                line = conn.makefile("rb").readline()
+                if line:
+                    conn.sendall(b'{"id": 1, "ok": true, "result": "late"}\n')
+                    return
+
+    thread = threading.Thread(target=serve_late)
+    thread.start()
+    try:
+        assert request(path, "status", timeout=10) == "late"
+    finally:
+        thread.join()
+        server.close()
 
 
 def _raw(sock: Path, line: bytes) -> dict[str, Any]:

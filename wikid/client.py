@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,32 @@ class RemoteError(RuntimeError):
         self.code = code
 
 
+def _connect(socket_path: Path, vault: str, timeout: float) -> socket.socket:
+    """A connected socket. A Unix socket whose listen backlog is full answers EAGAIN at
+    once rather than waiting (a daemon catching up on a burst of clients): retry until
+    ``timeout``, as a TCP connect would wait."""
+    deadline = time.monotonic() + timeout
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        while True:
+            try:
+                sock.connect(str(socket_path))
+                return sock
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"the daemon on {socket_path} accepts no connection"
+                    ) from None
+                time.sleep(0.01)
+    except (FileNotFoundError, ConnectionRefusedError) as exc:
+        sock.close()
+        raise DaemonNotRunning(socket_path, vault or str(socket_path)) from exc
+    except BaseException:
+        sock.close()
+        raise
+
+
 def request(
     socket_path: Path,
     op: str,
@@ -43,13 +70,7 @@ def request(
 ) -> Any:
     """Send one request; return its result. Lines ``{"id", "partial"}`` that come ahead of
     the reply (a streamed answer) go to ``on_partial``."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        sock.connect(str(socket_path))
-    except (FileNotFoundError, ConnectionRefusedError) as exc:
-        sock.close()
-        raise DaemonNotRunning(socket_path, vault or str(socket_path)) from exc
+    sock = _connect(socket_path, vault, timeout)
     with sock:
         rid = next(_ids)
         sock.sendall(json.dumps({"id": rid, "op": op, **args}).encode() + b"\n")

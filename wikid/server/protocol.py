@@ -48,11 +48,15 @@ class Listener:
         self.dispatch, self.on_stop = dispatch, on_stop
         self.active: dict[asyncio.StreamWriter, asyncio.Task[Any] | None] = {}
         self.idle: dict[asyncio.StreamWriter, None] = {}  # waiting for a request, oldest first
+        self.working: set[asyncio.StreamWriter] = set()  # a request of theirs is being served
         self.server: asyncio.Server | None = None
 
     async def client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self.active) >= MAX_CLIENTS:  # idle or hostile clients cannot starve the rest
-            if not self.idle:
+        # Only idle and working connections hold a slot. One that is closing (its peer
+        # left, or it was evicted) is still in ``active`` until its transport is gone;
+        # counting it made a burst of closes answer the next client "busy".
+        if len(self.idle) + len(self.working) >= MAX_CLIENTS:
+            if not self.idle:  # idle or hostile clients cannot starve the rest
                 with contextlib.suppress(Exception):
                     message = f"{MAX_CLIENTS} requests are in progress; retry shortly"
                     await _send(writer, None, error=("busy", message))
@@ -63,10 +67,11 @@ class Listener:
             oldest.close()
         self.active[writer] = asyncio.current_task()
         try:
-            await _serve(reader, writer, self.dispatch, self.on_stop, self.idle)
+            await _serve(reader, writer, self.dispatch, self.on_stop, self.idle, self.working)
         finally:
             self.active.pop(writer, None)
             self.idle.pop(writer, None)
+            self.working.discard(writer)
 
     async def close(self) -> None:
         if self.server is not None:
@@ -130,6 +135,7 @@ async def _serve(
     dispatch: Dispatch,
     on_stop: Callable[[], None],
     idle: dict[asyncio.StreamWriter, None],
+    working: set[asyncio.StreamWriter],
 ) -> None:
     try:
         while not reader.at_eof():
@@ -150,8 +156,12 @@ async def _serve(
                 idle.pop(writer, None)
             if not line.strip():
                 continue
-            reply = await handle(line, dispatch, writer)
-            await _send(writer, reply.get("id"), **reply)
+            working.add(writer)
+            try:
+                reply = await handle(line, dispatch, writer)
+                await _send(writer, reply.get("id"), **reply)
+            finally:
+                working.discard(writer)
             if reply.get("stop"):
                 on_stop()
     except (ConnectionError, asyncio.IncompleteReadError):
