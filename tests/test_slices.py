@@ -161,3 +161,38 @@ def test_progress_never_goes_back_when_a_slice_is_embedded_again() -> None:
     assert shown[0] == (0, 30)  # the slices not yet seen are guessed like the first
     done = [d for d, _ in shown]
     assert done == sorted(done) and shown[-1] == (30, 30)
+
+
+def test_a_written_slice_is_let_go() -> None:
+    """A slice's plan holds its records (every chunk's text): once written, nothing of
+    the pipeline may keep it. Run with every plan a weakly referenced object, and at
+    each write no plan older than the previous slice's may still be alive (the
+    pipeline once kept every finished task, and so every plan, to the end)."""
+    import gc
+    import weakref
+
+    class Plan:
+        def __init__(self, i: int) -> None:
+            self.i = i
+
+    alive: dict[int, weakref.ref[Plan]] = {}
+    held: list[list[int]] = []
+
+    def plan(i: int) -> Plan:
+        p = Plan(i)
+        alive[i] = weakref.ref(p)
+        return p
+
+    async def embed(p: Plan, stop: Callable[[], bool], report: Callable[[int, int], None]) -> int:
+        await asyncio.sleep(0)
+        return 1
+
+    async def write(p: Plan) -> dict[str, int]:
+        gc.collect()
+        held.append([i for i, ref in alive.items() if ref() is not None and i < p.i - 1])
+        return {"entity": 1}
+
+    steps = Steps(plan, embed, write, lambda a, b: False)
+    out = asyncio.run(run(8, steps, Tally(8, None), None))
+    assert out.writes == {"entity": 8}
+    assert held == [[]] * 8
