@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 P = TypeVar("P")
+T = TypeVar("T")
 Report = Callable[[int, int], None]  # (texts embedded, texts to embed)
 
 
@@ -131,8 +132,25 @@ async def run(parts: int, steps: Steps[P], tally: Tally, live: Live | None) -> O
         made_after = edits[0]
         return _Plan(i, await asyncio.to_thread(steps.plan, i), made_after)
 
+    # The tasks still running, for the way out. A finished one leaves at once: a plan
+    # task holds its slice's records (every chunk's text among them), and keeping all
+    # of them until the end held the whole vault's records by the last slice (heap
+    # grown linearly over a cold start, and left fragmented once they were freed).
+    tasks: set[asyncio.Task[Any]] = set()
+
+    def finished(task: asyncio.Task[Any]) -> None:
+        tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved, as the gather below did: whoever awaits it still sees it
+
+    def start(coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        task = asyncio.create_task(coro)
+        tasks.add(task)
+        task.add_done_callback(finished)
+        return task
+
     def embed(p: _Plan[P]) -> asyncio.Task[int | None]:
-        return asyncio.create_task(steps.embed(p.planned, stop, tally.of(p.index)))
+        return start(steps.embed(p.planned, stop, tally.of(p.index)))
 
     async def admit() -> bool:
         """Let a waiting edit in (the caller knows no plan runs); True if one went in."""
@@ -156,30 +174,13 @@ async def run(parts: int, steps: Steps[P], tally: Tally, live: Live | None) -> O
         return n
 
     following: asyncio.Task[_Plan[P]] | None = None
-    # The tasks still running, for the way out. A finished one leaves at once: a plan
-    # task holds its slice's records (every chunk's text among them), and keeping all
-    # of them until the end held the whole vault's records by the last slice (heap
-    # grown linearly over a cold start, and left fragmented once they were freed).
-    tasks: set[asyncio.Task[Any]] = set()
-
-    def finished(task: asyncio.Task[Any]) -> None:
-        tasks.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved, as the gather below did: whoever awaits it still sees it
-
-    def track(task: asyncio.Task[Any]) -> None:
-        tasks.add(task)
-        task.add_done_callback(finished)
-
     try:
         cur = await plan(0)
         embedding = embed(cur)
-        track(embedding)
         for i in range(parts):
             await admit()  # between slices: no plan runs yet
             if i + 1 < parts:
-                following = asyncio.create_task(plan(i + 1))
-                track(following)
+                following = start(plan(i + 1))
             await let_edits_in(embedding, following)
             out.embedded += await embedded(embedding)
             if cur.edits != edits[0]:  # planned before an edit: again, this time to write
@@ -187,13 +188,11 @@ async def run(parts: int, steps: Steps[P], tally: Tally, live: Live | None) -> O
                     await asyncio.wait({following})  # never two plans at once
                 cur = await plan(i)
                 embedding = embed(cur)
-                track(embedding)
                 out.embedded += await embedded(embedding)  # no edit meanwhile: it ends
             nxt = await following if following is not None else None
             following = None
             if nxt is not None:
                 embedding = embed(nxt)
-                track(embedding)
             for kind, n in (await steps.write(cur.planned)).items():
                 out.writes[kind] = out.writes.get(kind, 0) + n
             if live is not None and live.stopping():
