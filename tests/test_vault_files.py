@@ -219,6 +219,11 @@ def test_conflict_copies_never_make_a_link_ambiguous_and_status_lists_them(tmp_p
         assert [c["path"] for c in listed] == CONFLICTS[::-1]  # oldest first
         assert all(c["original"] == "Notes/Alpha.md" and c["original_exists"] for c in listed)
         assert "4 sync-conflict copies" in d.cli("status")
+        # The graph JSON flags each copy too, over the socket and from ``wikid graph``.
+        for graph in (d.call("graph"), json.loads(d.cli("graph", "--json"))):
+            flagged = {n["id"]: n["conflict_of"] for n in graph["nodes"]}
+            assert {flagged[c] for c in CONFLICTS} == {"Notes/Alpha.md"}
+            assert flagged["Notes/Plan-Q3.md"] is None and flagged["Notes/Linker.md"] is None
         hits = d.call("search", text="older alpha")["hits"]
         assert set(CONFLICTS) <= {h["path"] for h in hits}  # indexed as their own documents
     finally:

@@ -104,6 +104,8 @@ def to_json(g: nx.MultiDiGraph) -> dict[str, list[dict[str, Any]]]:
             "aliases": d["aliases"],
             "tags": d["tags"],
             "path": d["path"],
+            # The file a sync-conflict copy copies (``core.conflicts``); null for the rest.
+            "conflict_of": d.get("conflict_of"),
         }
         for n, d in sorted(g.nodes(data=True))
     ]
