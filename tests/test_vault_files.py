@@ -279,6 +279,29 @@ N4IgLgngDgpiBcIYA8DGBDANgSwCYCd0B3EAGhTAGcAs8NgB+sQbHKZ
 """
 
 
+# Older versions of the plugin open the ``%%`` comment before the embedded files:
+# Obsidian indexes no link inside a comment, so neither does wikid.
+OLD_DRAWING = DRAWING.replace("## Embedded Files", "%%\n## Embedded Files").replace(
+    "\n%%\n## Drawing", "\n## Drawing"
+)
+
+
+def test_a_drawing_keeps_embedded_file_links_only_outside_a_comment(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "v")
+    write(vault, "Art/Sketch.excalidraw.md", DRAWING)  # the current layout
+    write(vault, "Art/Old.excalidraw.md", OLD_DRAWING)  # the section inside %%
+    write(vault, "Art/Inline.excalidraw.md", DRAWING.replace("[[pic.png]]", "%% [[pic.png]] %%"))
+    assert OLD_DRAWING.count("%%") == 2 and "%%\n## Embedded Files" in OLD_DRAWING
+    vg = VaultGraph.load(vault)
+
+    def targets(path: str) -> list[str]:
+        return sorted(v for _, v in vg.g.out_edges(path))
+
+    assert targets("Art/Sketch.excalidraw.md") == ["Notes/Alpha.md", "pic.png", "tag:excalidraw"]
+    assert targets("Art/Old.excalidraw.md") == ["Notes/Alpha.md", "tag:excalidraw"]
+    assert targets("Art/Inline.excalidraw.md") == ["Notes/Alpha.md", "tag:excalidraw"]
+
+
 def test_a_drawing_is_indexed_by_its_text_elements(tmp_path: Path) -> None:
     vault = _vault(tmp_path / "v")
     write(vault, "Art/Sketch.excalidraw.md", DRAWING)

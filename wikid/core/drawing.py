@@ -5,9 +5,11 @@ Excalidraw view" banner, ``# Excalidraw Data``, ``## Text Elements``), a list of
 embedded files and the compressed drawing itself. Indexed as written, every drawing
 looks alike to search and embeddings, and the compressed data floods the chunks.
 What is kept is the text elements; the embedded-files section is dropped from the
-text, but its links stay (the drawing does embed those files); and, as in Obsidian,
-nothing after the ``%%`` that opens the drawing data is read, links included.
-Line numbers are kept: dropped lines become empty lines.
+text, but its links stay (the drawing does embed those files), except where a
+``%%`` comment hides them, as it hides any text from Obsidian's index (older
+versions of the plugin open the comment before ``## Embedded Files``); and, as in
+Obsidian, nothing after the ``%%`` that opens the drawing data is read, links
+included. Line numbers are kept: dropped lines become empty lines.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ def _data_starts(lines: list[str]) -> int:
 
 def split_drawing(body: str) -> tuple[str, str]:
     """(the text the drawing shows, its embedded-files section), each as long in lines
-    as ``body`` up to where the data begins, other lines blank."""
+    as ``body`` up to where the data begins, other lines blank. The section keeps the
+    ``%%`` marks of the lines around it (and only those), so the scanner masks what a
+    comment hides in it, exactly as it would in the whole body."""
     lines = body.split("\n")
     end = _data_starts(lines)
     text: list[str] = []
@@ -46,5 +50,8 @@ def split_drawing(body: str) -> tuple[str, str]:
             in_files = s == "## embedded files"
         keep_text = not in_files and s not in BOILERPLATE and not s.startswith("==⚠")
         text.append(line if keep_text else "")
-        embedded.append(line if in_files and not s.startswith("#") else "")
+        if in_files and not s.startswith("#"):
+            embedded.append(line)
+        else:  # the comment marks alone: no text, no link, but the comment's state
+            embedded.append(" ".join(["%%"] * line.count("%%")))
     return "\n".join(text), "\n".join(embedded)
