@@ -5,16 +5,20 @@ own model, sees each edit, refuses every write, and its WebUI shows the vault's 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import pytest
+from conftest import shared_vault
 from daemontools import DaemonProc, copy_example
 from graphtools import write
+from llmserver import LLMServer
 from servertools import LightRAGServer, chromium, paths_in
 
 from wikid.core.graph import VaultGraph
@@ -155,3 +159,75 @@ def test_a_graphml_export_leads_back_to_the_notes(tmp_path: Path) -> None:
     )
     assert all(d["source_id"] for d in with_note.values())
     assert all(d["file_path"] and d["source_id"] for *_, d in g.edges(data=True))
+
+
+def _ask(server: LightRAGServer, question: str, mode: str) -> dict[str, Any]:
+    """``/query/data`` as a new user calls it: the question and a mode, no keywords."""
+    body = {"query": question, "mode": mode, "enable_rerank": False}
+    r = server.http.post("/query/data", json=body)
+    assert r.status_code == 200, r.text
+    reply: dict[str, Any] = r.json()
+    return reply
+
+
+@pytest.mark.slow
+def test_with_no_llm_every_mode_retrieves_the_answer_note(tmp_path: Path) -> None:
+    """No LLM configured, a question asked as a new user asks it (no keywords): LightRAG's
+    keyword step gets wikid's LLM-free keywords (the daemon's ``keywords`` op), so local,
+    global, hybrid and mix retrieve, as well as with an LLM's keywords (the hand-written
+    ones of tests/questions.json); any answer is refused with "no LLM configured", never
+    invented. (test_store_real_vaults asks both shared vaults with no daemon running.)"""
+    vault = shared_vault("tasks-docs")
+    d = DaemonProc(vault, tmp_path).start(timeout=600)
+    args = ["--vault", str(vault), "--workdir", str(d.workdir), "--socket", str(d.socket)]
+    server = LightRAGServer(args, tmp_path, env=d.env)
+    questions = json.loads((Path(__file__).parent / "questions.json").read_text())["tasks-docs"]
+    try:
+        server.wait()
+        ours, llms = dict.fromkeys(MODES, 0), dict.fromkeys(MODES, 0)
+        for q in questions:
+            wikid_keywords = d.call("keywords", text=q["question"])
+            for mode in MODES:
+                reply = _ask(server, q["question"], mode)
+                assert reply["status"] == "success", (mode, reply)
+                if mode != "naive":  # keywords are asked for in every mode but naive
+                    said = reply["metadata"]["keywords"]
+                    assert said["high_level"] == wikid_keywords["high"], (mode, q)
+                    assert said["low_level"] == wikid_keywords["low"], (mode, q)
+                    assert reply["data"]["entities"], (mode, q)
+                ours[mode] += q["expected"] in paths_in(reply["data"])
+                if "hl" in q:  # the lookups have none: as an LLM would, take ours
+                    reply["data"] = server.query_data(q["question"], mode, q["hl"], q["ll"])
+                llms[mode] += q["expected"] in paths_in(reply["data"])
+        print(f"\ntasks-docs, of {len(questions)}: wikid's keywords {ours}, an LLM's {llms}")
+        for mode in MODES:
+            assert ours[mode] >= llms[mode], (mode, ours, llms)
+            assert ours[mode] >= ours["naive"], (mode, ours)
+        question = questions[0]["question"]
+        r = server.http.post("/query", json={"query": question, "mode": "mix"})
+        assert r.status_code == 503 and "no LLM configured" in r.json()["detail"], r.text
+        context = {"query": question, "mode": "mix", "only_need_context": True}
+        r = server.http.post("/query", json=context)  # the context alone needs no LLM
+        assert r.status_code == 200 and "Recurring Tasks" in r.json()["response"], r.text
+    finally:
+        server.stop()
+        d.stop()
+
+
+def test_with_an_llm_configured_lightrag_asks_it_for_keywords(tmp_path: Path) -> None:
+    vault = copy_example(tmp_path / "example")
+    with LLMServer() as llm:
+        env = {"WIKID_LLM_BASE_URL": llm.url + "/v1", "WIKID_LLM_MODEL": "stand-in"}
+        d = DaemonProc(vault, tmp_path, env=env).start()
+        args = ["--vault", str(vault), "--workdir", str(d.workdir), "--socket", str(d.socket)]
+        server = LightRAGServer(args, tmp_path, env=d.env)
+        try:
+            server.wait()
+            before = len(llm.requests)
+            for mode in ("local", "mix"):
+                server.http.post("/query/data", json={"query": QUESTION, "mode": mode})
+            asked = [r for r in llm.requests[before:] if "User Query:" in json.dumps(r["body"])]
+            assert len(asked) >= 2, llm.requests[before:]  # one keyword call a mode, at least
+        finally:
+            server.stop()
+            d.stop()

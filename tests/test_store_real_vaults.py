@@ -207,6 +207,7 @@ def test_lightrag_server_finds_each_question_note_in_every_mode(
     env = {**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "run"), "XDG_DATA_HOME": str(tmp_path)}
     questions = QUESTIONS[indexed["name"]]
     hits: dict[str, int] = dict.fromkeys(MODES, 0)
+    plain: dict[str, int] = dict.fromkeys(MODES, 0)  # asked as a new user asks: no keywords
     missed = []
     with LightRAGServer(args, tmp_path, env=env) as server:
         for question, expected, hl, ll in questions:
@@ -217,11 +218,20 @@ def test_lightrag_server_finds_each_question_note_in_every_mode(
                     hits[mode] += 1
                 else:
                     missed.append((mode, question))
+                # No LLM and no daemon: the keywords are the question's content words.
+                data = server.query_data(question, mode, [], [])
+                assert data["chunks"] and (mode == "naive" or data["entities"]), (mode, question)
+                plain[mode] += expected in paths_in(data)
+    print(f"\n{indexed['name']}: with an LLM's keywords {hits}, with none {plain}")
     # As in-process (test_lightrag_queries_find_the_right_notes): the graph-aware modes
-    # find every question, all modes together most of them.
+    # find every question, all modes together most of them; and as well with no keywords
+    # given and no LLM to ask for them.
     for mode in ("local", "hybrid", "mix"):
         assert hits[mode] == len(questions), (mode, missed)
     assert sum(hits.values()) >= 0.8 * len(questions) * len(MODES), missed
+    for mode in ("hybrid", "mix"):
+        assert plain[mode] == len(questions), (mode, plain)
+    assert sum(plain.values()) >= sum(hits.values()) - 2, (plain, hits)
 
 
 def test_random_edits_equal_a_fresh_build(indexed: dict[str, Any]) -> None:

@@ -35,7 +35,7 @@ from wikid.ask.evidence import (
 )
 from wikid.ask.fuse import Ranked, best_chunk, card, fuse, home, path_items, vector_order
 from wikid.ask.walk import Meaning, reach
-from wikid.core.words import content_words, terms
+from wikid.core.words import question_keywords, terms
 from wikid.store.ids import split_sources
 from wikid.sync.search import Hit
 
@@ -63,10 +63,7 @@ def keywords(
         for n in (entity, name):
             if n not in names:
                 names.append(n)
-    words = content_words(question)
-    phrases = [" ".join(words[i : i + 2]) for i in range(len(words) - 1)]
-    high = [" ".join(words)] if words else [question]
-    low = list(dict.fromkeys(names + phrases + words))[:20] or [question]
+    high, low = question_keywords(question, names)
     return high, low, mentioned
 
 

@@ -8,7 +8,13 @@ Why wikid builds the server's app instead of running ``lightrag-server`` as is:
   ``/query/data`` fails. wikid serves its own model on 127.0.0.1, in this process
   (an OpenAI-compatible ``/v1/embeddings``), and names it as the server's binding:
   same model, dimension and normalisation as the store.
-- **The LLM**: wikid's settings (``WIKID_LLM_*`` or the config file) when set.
+- **The LLM**: wikid's settings (``WIKID_LLM_*`` or the config file) when set. With
+  none, LightRAG would still ask an LLM for each question's keywords before it
+  retrieves, and so answer in ``naive`` mode only: the same loopback endpoint then
+  answers that one prompt with wikid's LLM-free keywords (the daemon's, which turn
+  the notes a question names into their entity names), and any other prompt with
+  "no LLM configured". Nothing inside LightRAG is patched: it is LightRAG's own
+  OpenAI binding, pointed at wikid.
 - **Read-only.** The vault is the source of truth. The store is opened read-only
   (SQLite refuses every write), and every route that would write (insert, upload,
   scan, delete, edit or merge entities and relations, clear caches) answers 403 with
@@ -23,12 +29,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from wikid.client import DaemonNotRunning, RemoteError, request
 from wikid.config import VaultConfig
+from wikid.core.words import question_keywords as words_keywords
 
 # POST routes of LightRAG's server that only read (queries, listings, the login).
 READ_POSTS = frozenset(
@@ -42,6 +51,8 @@ READ_POSTS = frozenset(
         "/api/generate",
     ]
 )
+# POST routes whose reply an LLM writes (LightRAG's own and its Ollama emulation).
+ANSWER_POSTS = frozenset(["/query", "/query/stream", "/api/chat", "/api/generate"])
 REFUSAL = (
     "wikid serves this store read-only: the vault is the source of truth. Edit the "
     "notes instead; wikid updates the store within a second of each save."
@@ -55,55 +66,123 @@ def is_write(method: str, path: str) -> bool:
     return path.rstrip("/") not in READ_POSTS
 
 
-class _Embeddings(BaseHTTPRequestHandler):
-    """``POST /v1/embeddings`` in the OpenAI format, by wikid's model."""
+# LightRAG's keyword-extraction prompt ends with the question (``PROMPTS["keywords_extraction"]``).
+_KEYWORD_PROMPT = re.compile(r"---Real Data---\s*User Query: (.*)\n\s*---Output---", re.S)
+NO_LLM = (
+    "no LLM configured: set WIKID_LLM_BASE_URL and WIKID_LLM_MODEL (or [llm] in the config) "
+    "for answers; /query/data answers in every mode without one"
+)
+
+
+def wants_answer(path: str, body: bytes) -> bool:
+    """Whether a POST to LightRAG's server asks an LLM to write an answer (not
+    ``/query/data``, nor a ``/query`` for the context or prompt alone)."""
+    if path.rstrip("/") not in ANSWER_POSTS:
+        return False
+    try:
+        asked = json.loads(body or b"{}")
+    except ValueError:
+        return False  # LightRAG says what is wrong with it
+    context_only = isinstance(asked, dict) and (
+        asked.get("only_need_context") or asked.get("only_need_prompt")
+    )
+    return not context_only
+
+
+class _Endpoint(BaseHTTPRequestHandler):
+    """wikid's model and keywords over OpenAI's protocol, on loopback for LightRAG's server:
+    ``/v1/embeddings`` by the store's model; and, when no LLM is configured,
+    ``/v1/chat/completions`` answering LightRAG's keyword-extraction prompt with wikid's
+    LLM-free keywords (the daemon's ``keywords`` op: the notes the question names become
+    entity names), and every other prompt with a 400 that says no LLM is configured:
+    never invented text."""
 
     embedder: Any = None
     model_id = ""
+    cfg: VaultConfig | None = None
 
     def do_POST(self) -> None:
-        if self.path.rstrip("/") not in ("/v1/embeddings", "/embeddings"):
-            self.send_error(404)
-            return
+        route = self.path.rstrip("/")
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-            texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            vectors = self.embedder.embed([str(t) for t in texts])
+            if route in ("/v1/embeddings", "/embeddings"):
+                self._send(200, self._embeddings(body))
+            elif route in ("/v1/chat/completions", "/chat/completions"):
+                self._chat(body)
+            else:
+                self.send_error(404)
         except Exception as exc:  # a bad request: say so, keep serving
-            self.send_error(400, f"bad embeddings request: {exc}")
-            return
+            self._send(400, {"error": {"message": f"bad request: {exc}", "type": "bad_request"}})
+
+    def _embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        vectors = self.embedder.embed([str(t) for t in texts])
         data = [
             {"object": "embedding", "index": i, "embedding": v.tolist()}
             for i, v in enumerate(vectors)
         ]
-        out = json.dumps(
-            {
-                "object": "list",
-                "data": data,
-                "model": self.model_id,
-                "usage": {"prompt_tokens": 0, "total_tokens": 0},
-            }
-        )
-        payload = out.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
+        usage = {"prompt_tokens": 0, "total_tokens": 0}
+        return {"object": "list", "data": data, "model": self.model_id, "usage": usage}
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages") or [])
+        asked = _KEYWORD_PROMPT.search(prompt)
+        if asked is None:
+            error = {"message": NO_LLM, "type": "invalid_request_error", "code": "no_llm"}
+            self._send(400, {"error": error})
+            return
+        high, low = question_keywords(self.cfg, asked.group(1).strip())
+        content = json.dumps({"high_level_keywords": high, "low_level_keywords": low})
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        if body.get("stream"):
+            delta = {"role": "assistant", "content": content}
+            chunk = {"object": "chat.completion.chunk", "model": "wikid-keywords"}
+            events = [
+                {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": "stop"}]},
+                {**chunk, "choices": [], "usage": usage},
+            ]
+            text = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+            self._send(200, text, "text/event-stream")
+            return
+        message = {"role": "assistant", "content": content}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        reply = {"object": "chat.completion", "model": "wikid-keywords", "choices": [choice]}
+        self._send(200, {**reply, "id": "wikid-keywords", "created": 0, "usage": usage})
+
+    def _send(self, code: int, payload: Any, kind: str = "application/json") -> None:
+        data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(payload)
+        self.wfile.write(data)
 
     def log_message(self, format: str, *args: Any) -> None:
         return
 
 
-def serve_embeddings() -> tuple[str, str, int]:
-    """Start wikid's model on a free loopback port, in a daemon thread:
+def question_keywords(cfg: VaultConfig | None, question: str) -> tuple[list[str], list[str]]:
+    """The daemon's keywords for a question (the names it mentions resolved to entities);
+    with no daemon running, its content words alone."""
+    if cfg is not None and cfg.socket is not None:
+        try:
+            reply = request(cfg.socket, "keywords", vault=cfg.name, timeout=10, text=question)
+            return list(reply["high"]), list(reply["low"])
+        except (DaemonNotRunning, RemoteError, OSError, ValueError):
+            pass
+    return words_keywords(question, [])
+
+
+def serve_endpoint(cfg: VaultConfig) -> tuple[str, str, int]:
+    """Start wikid's model (and keywords) on a free loopback port, in a daemon thread:
     (base URL, model id, dimension)."""
     from wikid.store.embed import default_embedder
 
     embedder = default_embedder()
-    _Embeddings.embedder, _Embeddings.model_id = embedder, embedder.model_id
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
-    threading.Thread(target=httpd.serve_forever, name="wikid-embeddings", daemon=True).start()
+    _Endpoint.embedder, _Endpoint.model_id = embedder, embedder.model_id
+    _Endpoint.cfg = cfg
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+    threading.Thread(target=httpd.serve_forever, name="wikid-endpoint", daemon=True).start()
     return f"http://127.0.0.1:{httpd.server_address[1]}/v1", embedder.model_id, embedder.dim
 
 
@@ -130,13 +209,22 @@ def server_env(
         READ_ONLY_ENV: "1",
     }
     llm = cfg.llm()
-    if llm is not None:
+    if llm is not None:  # LightRAG asks it for keywords and answers, as it would
         env.update(
             {
                 "LLM_BINDING": "ollama" if llm.kind == "ollama" else "openai",
                 "LLM_BINDING_HOST": llm.base_url,
                 "LLM_MODEL": llm.model,
                 "LLM_BINDING_API_KEY": llm.api_key or "none",
+            }
+        )
+    else:  # wikid's endpoint: LLM-free keywords, and "no LLM configured" for the rest
+        env.update(
+            {
+                "LLM_BINDING": "openai",
+                "LLM_BINDING_HOST": embed_url,
+                "LLM_MODEL": "wikid-keywords",
+                "LLM_BINDING_API_KEY": "wikid-local",
             }
         )
     return env
@@ -147,7 +235,7 @@ def run(cfg: VaultConfig, server_args: tuple[str, ...]) -> None:
     from wikid.store import sqlite_backend
 
     sqlite_backend.register()
-    url, model, dim = serve_embeddings()
+    url, model, dim = serve_endpoint(cfg)
     os.environ.update(server_env(cfg, url, model, dim, sqlite_backend.class_names()))
     os.environ.setdefault("WEBUI_TITLE", f"wikid · {cfg.path.name} (read-only)")
     os.environ.setdefault(
@@ -165,14 +253,20 @@ def run(cfg: VaultConfig, server_args: tuple[str, ...]) -> None:
     offline_tokenizer_fallback()
     app = server.create_app(global_args)
 
-    async def refuse_writes(request: Request, call_next: Any) -> Response:
+    llm = cfg.llm() is not None
+
+    async def guard(request: Request, call_next: Any) -> Response:
         path = request.url.path.removeprefix(app.root_path or "")
         if is_write(request.method, path):
             return JSONResponse({"detail": REFUSAL, "read_only": True}, status_code=403)
+        if not llm and request.method == "POST" and wants_answer(path, await request.body()):
+            # LightRAG would catch the refused completion and answer 200 "No relevant
+            # context found", which is untrue: say why instead.
+            return JSONResponse({"detail": NO_LLM, "no_llm": True}, status_code=503)
         response: Response = await call_next(request)
         return response
 
-    app.add_middleware(BaseHTTPMiddleware, dispatch=refuse_writes)
+    app.add_middleware(BaseHTTPMiddleware, dispatch=guard)
     print(
         f"wikid: LightRAG's server on {cfg.workdir}/{cfg.workspace}, read-only, model {model}",
         file=sys.stderr,

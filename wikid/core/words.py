@@ -129,3 +129,14 @@ def words(text: str) -> list[str]:
 def content_words(text: str) -> list[str]:
     """The words of ``text`` that are not stop words, in order, as written."""
     return [w for w in _SAID.findall(text) if w.lower() not in STOP]
+
+
+def question_keywords(question: str, names: list[str]) -> tuple[list[str], list[str]]:
+    """(high-level, low-level) keywords of a question with no LLM, as LightRAG wants them:
+    the entity names it mentions (``names``, found by the caller's name index) first,
+    then its content words' pairs (a stand-in for noun phrases) and the words."""
+    words = content_words(question)
+    phrases = [" ".join(words[i : i + 2]) for i in range(len(words) - 1)]
+    high = [" ".join(words)] if words else [question]
+    low = list(dict.fromkeys(names + phrases + words))[:20] or [question]
+    return high, low

@@ -1,4 +1,5 @@
-"""The read side of the socket API: links, backlinks, broken, graph, query, search.
+"""The read side of the socket API: links, backlinks, broken, graph, query, search,
+keywords.
 
 Why separate from the daemon: these are plain functions of the in-memory graph
 and the store, so they are testable without a socket, and they never write.
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from wikid.ask.query import evidence
+from wikid.ask.query import evidence, keywords
 from wikid.config import QUERY_MODES as MODES
 from wikid.core.edges import to_json
 from wikid.core.graph import GHOST, VaultGraph
@@ -131,6 +132,16 @@ def search(
     }
 
 
+def question_keywords(index: Index, text: Any) -> dict[str, Any]:
+    """A question's LLM-free keywords, as ``query`` computes them: what ``wikid
+    lightrag-server`` answers LightRAG's keyword-extraction prompt with when no LLM is
+    configured, so that every query mode retrieves (``cli.lightrag_app``)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ProtocolError("bad_request", "keywords needs a non-empty 'text'")
+    high, low, mentioned = keywords(index, text)
+    return {"text": text, "high": high, "low": low, "mentioned": [p for _, p in mentioned]}
+
+
 def _neighbors(vg: VaultGraph, req: dict[str, Any]) -> Any:
     note = find_note(vg, req.get("note", ""))
     return browse.neighbors(vg, note, req.get("depth", 1), req.get("limit"))
@@ -151,4 +162,13 @@ GRAPH_OPS: dict[str, Callable[[VaultGraph, dict[str, Any]], Any]] = {
     "tags": lambda vg, req: browse.tags(vg, req.get("limit")),
     "recent": lambda vg, req: browse.recent(vg, req.get("limit"), req.get("days", 7)),
     "read": _read,
+}
+
+# The ops that read the index's SQLite (and may read notes): op -> f(index, request),
+# run in a worker thread.
+INDEX_OPS: dict[str, Callable[[Index, dict[str, Any]], Any]] = {
+    "search": lambda index, req: search(
+        index, req.get("text"), req.get("k"), req.get("folder"), req.get("tag")
+    ),
+    "keywords": lambda index, req: question_keywords(index, req.get("text")),
 }

@@ -44,7 +44,7 @@ OPS = (
     *api.GRAPH_OPS,
     "freshness",
     "query",
-    "search",
+    *api.INDEX_OPS,
     "cost",
     "reindex",
     "stop",
@@ -454,10 +454,9 @@ class Daemon:
             else:
                 ev["llm"] = "configured" if self.cfg.llm() else NO_LLM
             return ev, False
-        if op == "search":
+        if op in api.INDEX_OPS:
             async with self._consistent(search=True):  # in a thread: it may read notes
-                args = (req.get("text"), req.get("k"), req.get("folder"), req.get("tag"))
-                return await asyncio.to_thread(api.search, self.index, *args), False
+                return await asyncio.to_thread(api.INDEX_OPS[op], self.index, req), False
         if op == "cost":
             return self.costs.totals(self.cfg.llm_prices), False
         if op == "reindex":
