@@ -1,11 +1,15 @@
 """Client start-up benchmark: what one ``wikid`` client command costs, end to end.
 
 Run by hand: ``.venv/bin/python bench/bench_client.py [--runs 30]``.
-Starts a daemon on a copy of the example vault, then times, as a shell user
-runs them, ``wikid status --json``, ``wikid links NOTE --json`` and
-``wikid search TEXT --json`` (the console script, a new process each time),
-beside a bare ``python -c pass`` and ``python -c 'import click'``. Prints the
-median and p90 wall times and the ratio to the bare start (goal: <= 3x).
+Builds a wheel from this checkout and installs it with plain pip into a new venv
+(as a user installs wikid: no editable finder on the import path; the
+dependencies come from this environment through a path file, so nothing is
+downloaded), starts a daemon on a copy of the example vault, then times, as a
+shell user runs them, ``wikid status --json``, ``wikid links NOTE --json``,
+``wikid search TEXT --json`` and ``wikid query TEXT --json`` (the venv's console
+script, a new process each time), beside the venv's bare ``python -c pass`` and
+``python -c 'import click'``. Prints the median and p90 wall times and the ratio
+to the bare start (goal: <= 3x).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -23,9 +28,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from daemontools import EXAMPLE, DaemonProc
 
 
-def _wikid() -> list[str]:
-    script = Path(sys.executable).with_name("wikid")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "wikid"]
+def _wheel_venv(tmp: Path) -> Path:
+    """A venv with wikid installed from a wheel of this checkout; its bin folder."""
+    dist, venv = tmp / "dist", tmp / "venv"
+    quiet = {"check": True, "capture_output": True}
+    repo = Path(__file__).resolve().parents[1]
+    build = ["wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(repo)]
+    subprocess.run([sys.executable, "-m", "pip", *build], **quiet)
+    (wheel,) = dist.glob("wikid-*.whl")
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], **quiet)
+    py = venv / "bin" / "python"
+    subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel], **quiet)
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = subprocess.run([py, "-c", code], text=True, **quiet).stdout.strip()
+    Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv / "bin"
 
 
 def _time(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
@@ -39,23 +56,28 @@ def _time(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
 
 def main(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
+        bin_dir = _wheel_venv(Path(tmp))
+        py, wikid = str(bin_dir / "python"), str(bin_dir / "wikid")
         vault = Path(tmp) / "benchvault"
         shutil.copytree(EXAMPLE, vault)
         daemon = DaemonProc(vault, Path(tmp)).start()
         try:
             where = ["--vault", str(vault), "--socket", str(daemon.socket), "--json"]
             cases = {
-                "python -c pass": [sys.executable, "-c", "pass"],
-                "python -c 'import click'": [sys.executable, "-c", "import click"],
-                "wikid status --json": [*_wikid(), "status", *where],
-                "wikid links NOTE --json": [*_wikid(), "links", "Ada Lovelace", *where],
-                "wikid search TEXT --json": [*_wikid(), "search", "analytical engine", *where],
+                "python -c pass": [py, "-c", "pass"],
+                "python -c 'import click'": [py, "-c", "import click"],
+                "wikid status --json": [wikid, "status", *where],
+                "wikid links NOTE --json": [wikid, "links", "Ada Lovelace", *where],
+                "wikid search TEXT --json": [wikid, "search", "analytical engine", *where],
+                "wikid query TEXT --json": [wikid, "query", "who wrote it?", *where],
             }
+            for argv in cases.values():  # warm the page cache first
+                subprocess.run(argv, check=True, capture_output=True, env=daemon.env)
             times = {name: _time(argv, runs, daemon.env) for name, argv in cases.items()}
         finally:
             daemon.stop()
     bare = statistics.median(times["python -c pass"])
-    print(f"{runs} runs each, new process per run, daemon on the example vault")
+    print(f"{runs} runs each, new process per run, wheel install, daemon on the example vault")
     print(f"| {'command':<28} | {'median ms':>9} | {'p90 ms':>7} | {'x bare':>6} |")
     print(f"|{'-' * 30}|{'-' * 11}|{'-' * 9}|{'-' * 8}|")
     for name, ms in times.items():

@@ -1,14 +1,19 @@
-"""The ``wikid graph`` command on the bundled example vault."""
+"""The ``wikid`` command: ``wikid graph`` on the bundled example vault, README command
+1, every command's help, and the client calls' fast path (parsed without click)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import click
 from click.testing import CliRunner
+from daemontools import DaemonProc, copy_example
 
-from wikid.cli import main
+from wikid.cli.commands import main
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "config" / "example-vault"
 
@@ -85,3 +90,74 @@ def test_every_command_help_has_an_example() -> None:
         if "Example:" not in CliRunner().invoke(main, [*path, "--help"]).output
     ]
     assert not missing, missing
+
+
+def test_the_fast_parser_knows_each_client_command_as_click_does() -> None:
+    """``cli._fast`` parses client calls without click: its specs must name exactly the
+    options and argument of each click command, or a call would parse two ways."""
+    from wikid.cli import _fast
+
+    for name, (positional, options) in _fast.SPECS.items():
+        cmd = main.commands[name]
+        opts = {o for p in cmd.params if isinstance(p, click.Option) for o in p.opts}
+        fast = {*_fast.COMMON, *options} | (set() if name in _fast.NO_JSON else {"--json"})
+        assert opts == fast, name
+        assert [p.name for p in cmd.params if isinstance(p, click.Argument)] == (
+            [positional] if positional else []
+        ), name
+
+
+def _both(argv: list[str], env: dict[str, str]) -> tuple[Any, Any]:
+    """The same call through ``wikid`` (the fast path) and through click alone."""
+    fast = [str(Path(sys.executable).with_name("wikid")), *argv]  # the console script
+    code = f"from wikid.cli.commands import main; main({argv!r}, prog_name='wikid')"
+    slow = [sys.executable, "-c", code]
+    return tuple(  # type: ignore[return-value]
+        subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+        for cmd in (fast, slow)
+    )
+
+
+def test_client_calls_print_the_same_with_or_without_click(tmp_path: Path) -> None:
+    vault = copy_example(tmp_path / "v")
+    d = DaemonProc(vault, tmp_path).start()
+    where = ["--vault", str(vault), "--socket", str(d.socket)]
+    try:
+        calls = [
+            ["links", "Ada Lovelace"],
+            ["backlinks", "Ada Lovelace"],
+            ["broken"],
+            ["neighbors", "Ada Lovelace", "--depth", "2", "--limit=5"],
+            ["search", "analytical engine", "-k", "3", "--tag", "person"],
+            ["query", "who wrote the first program?", "--budget", "800", "--explain"],
+            ["cost"],
+        ]
+        for call in calls:
+            for extra in ([], ["--json"]):
+                fast, slow = _both([*call, *where, *extra], d.env)
+                assert fast.returncode == slow.returncode == 0, (call, fast.stderr, slow.stderr)
+                assert fast.stdout == slow.stdout and fast.stdout.strip(), call
+        # Help, and every mistake, is click's own, word for word.
+        for mistake in (
+            ["status", "--help"],
+            ["query", "x", "--mode", "nope"],
+            ["search", "x", "-k", "many"],
+            ["links"],
+            ["links", "a", "b"],
+            ["status", "--jsn"],
+            ["status", "--vault", str(vault), "--config", str(tmp_path / "nowhere.toml")],
+        ):
+            fast, slow = _both([*mistake, "--socket", str(d.socket)], d.env)
+            assert (fast.returncode, fast.stdout, fast.stderr) == (
+                slow.returncode,
+                slow.stdout,
+                slow.stderr,
+            ), mistake
+            assert "Traceback" not in fast.stderr, mistake
+        stopped = _both(["stop", *where], d.env)[0]
+        assert stopped.stdout == "stopping\n"
+        d.proc.wait(60)  # type: ignore[union-attr]
+        fast, slow = _both(["status", *where], d.env)  # no daemon: exit 3, one line
+        assert fast.returncode == slow.returncode == 3 and fast.stderr == slow.stderr
+    finally:
+        d.stop()

@@ -278,7 +278,7 @@ def test_the_server_exits_cleanly_when_stdin_closes(tmp_path: Path) -> None:
 def test_print_config_registers_the_server(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from wikid.cli import main
+    from wikid.cli.commands import main
 
     vault = _vault(tmp_path)
     out = CliRunner().invoke(main, ["mcp", "--vault", str(vault), "--print-config"])

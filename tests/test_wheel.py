@@ -101,7 +101,7 @@ def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> No
 def test_service_install_never_replaces_a_unit_it_did_not_write(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from wikid.cli import main
+    from wikid.cli.commands import main
 
     unit = tmp_path / "systemd" / "user" / "wikid@.service"
     unit.parent.mkdir(parents=True)

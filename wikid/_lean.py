@@ -11,19 +11,43 @@ ImportError), and the one warning LightRAG logs about pypinyin is dropped.
 
 from __future__ import annotations
 
-import logging
 import sys
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 
 OPTIONAL = ("pypinyin", "langchain_text_splitters", "langchain_experimental", "langchain_core")
 
 
-class _NoPinyinWarning(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "pypinyin is not installed" not in record.getMessage()
+def _drop_pinyin_warning() -> None:
+    import logging
+
+    class NoPinyinWarning(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return "pypinyin is not installed" not in record.getMessage()
+
+    logging.getLogger("lightrag").addFilter(NoPinyinWarning())
+
+
+class _BeforeLightRAG:
+    """A finder that finds nothing: it sees ``lightrag`` about to be imported and adds
+    the logging filter then. Why not at once: ``import logging`` cost a client call
+    (``wikid status``) a third of a bare Python start-up, for a warning only a
+    process that imports LightRAG can log."""
+
+    def find_spec(
+        self, name: str, path: object = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if name == "lightrag":
+            sys.meta_path.remove(self)
+            _drop_pinyin_warning()
+        return None
 
 
 def keep_out() -> None:
     """Before LightRAG is first imported: mark its unused optional imports missing."""
     for name in OPTIONAL:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]
-    logging.getLogger("lightrag").addFilter(_NoPinyinWarning())
+    if "lightrag" in sys.modules:
+        _drop_pinyin_warning()
+    elif not any(isinstance(f, _BeforeLightRAG) for f in sys.meta_path):
+        sys.meta_path.insert(0, _BeforeLightRAG())

@@ -16,10 +16,8 @@ import hashlib
 import json
 import os
 import re
-import tomllib
-from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 QUERY_MODES = ("local", "global", "hybrid", "mix", "naive")
 LLM_KINDS = ("openai", "ollama")
@@ -39,8 +37,7 @@ class ConfigError(ValueError):
     """The configuration cannot be used; the message says which key and why."""
 
 
-@dataclass(frozen=True)
-class LLMConfig:
+class LLMConfig(NamedTuple):
     """Where the user's LLM is. Plain data here, so that reading the config never
     imports an HTTP client; ``wikid.store.llm`` talks to it."""
 
@@ -51,8 +48,7 @@ class LLMConfig:
     timeout_s: float = 300.0
 
 
-@dataclass(frozen=True)
-class ExtractSettings:
+class ExtractSettings(NamedTuple):
     """LLM extraction of implicit relations (``wikid.sync.extract``)."""
 
     llm: LLMConfig | None
@@ -88,8 +84,7 @@ def default_workdir(vault: Path, name: str | None = None) -> Path:
     return data_home() / safe_name(name or workspace_name(vault))
 
 
-@dataclass(frozen=True)
-class VaultConfig:
+class VaultConfig(NamedTuple):
     path: Path
     name: str = ""
     workdir: Path | None = None
@@ -111,13 +106,13 @@ class VaultConfig:
     llm_model: str | None = None
     llm_kind: str = "openai"
     # Prices per million tokens, {model: [input, output]}, for the cost estimate.
-    llm_prices: dict[str, Any] = field(default_factory=dict)
+    llm_prices: dict[str, Any] = {}  # noqa: RUF012 (never changed: a NamedTuple's, replaced whole)
     # LLM extraction of implicit relations: off unless asked for (it costs tokens).
     extract: bool = False
     extract_threshold: float = 0.3  # salience below which a chunk is not sent
     extract_concurrency: int = 4
     extract_retry_s: float = 30.0  # first wait after a failed call (doubles, at most 1 h)
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = {}  # noqa: RUF012
 
     def extraction(self) -> ExtractSettings | None:
         """The extraction settings when extraction is on (with or without an LLM: with
@@ -142,8 +137,7 @@ class VaultConfig:
         """Fill in what derives from the vault path."""
         path = self.path.expanduser().resolve()
         name = self.name or workspace_name(path)
-        return replace(
-            self,
+        return self._replace(
             path=path,
             name=name,
             workdir=(self.workdir.expanduser() if self.workdir else default_workdir(path, name)),
@@ -166,7 +160,7 @@ class VaultConfig:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-safe view, with no secrets."""
-        out = {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
+        out = {k: (str(v) if isinstance(v, Path) else v) for k, v in self._asdict().items()}
         out["ignore"] = list(self.ignore)
         out["llm_api_key"] = "set" if self.llm_api_key else None
         return out
@@ -189,11 +183,17 @@ def default_config_path() -> Path:
     return Path(base) / "wikid" / "config.toml"
 
 
-_FIELDS = {f.name: f for f in fields(VaultConfig) if f.name != "extra"}
+# Each key's declared type, as written (NamedTuple keeps this module's string
+# annotations as ForwardRefs).
+_FIELDS = {
+    k: str(getattr(t, "__forward_arg__", t))
+    for k, t in VaultConfig.__annotations__.items()
+    if k != "extra"
+}
 
 
 def _coerce(key: str, value: Any) -> Any:
-    kind = str(_FIELDS[key].type)
+    kind = _FIELDS[key]
     try:
         if "Path" in kind:
             return Path(str(value)) if value not in (None, "") else None
@@ -257,6 +257,8 @@ def load(
     path = config or default_config_path()
     data: dict[str, Any] = {}
     if path.exists():
+        import tomllib  # only when there is a file: a client call without one skips it
+
         try:
             data = tomllib.loads(path.read_text("utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -327,5 +329,7 @@ def all_vaults(config: Path | None = None) -> list[VaultConfig]:
     path = config or default_config_path()
     if not path.exists():
         return []
+    import tomllib
+
     data = tomllib.loads(path.read_text("utf-8"))
     return [load(path, name) for name in data.get("vaults", {})]

@@ -1,45 +1,27 @@
-"""The ``wikid`` command line: one click group, one module per command group.
+"""The ``wikid`` command line.
 
-Why thin: each command only parses options, calls one library function (or one
-daemon op) and prints; nothing here knows how the graph or the store works.
-Why lazy: a client command (status, links, query, ...) costs one Python start-up
-plus a socket round trip, so the modules imported here hold only click code,
-and a command that needs the graph or the store imports it when it runs.
+Why two parsers: a client command (status, links, query, ...) costs one Python
+start-up plus a socket round trip, so ``_fast`` parses a well-formed one with the
+standard library and runs it without importing click; everything else, and every
+``--help`` or mistake, goes to the click group in ``commands``, one module per
+command group, each importing what is heavy only when it runs.
 """
 
 from __future__ import annotations
 
-import click
-
-from wikid import __version__
-from wikid.cli import agent, ask, graph, navigate, run, store
+import sys
 
 
-@click.group()
-@click.version_option(__version__, prog_name="wikid")
-def main() -> None:
-    """wikid keeps a LightRAG index of an Obsidian vault fresh, with no LLM."""
+def main(argv: list[str] | None = None) -> None:
+    """``wikid``: the fast path for a client call, else click."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    from wikid.cli._fast import run
 
+    if run(args):
+        return
+    from wikid.cli.commands import main as group
 
-for _command in (
-    run.run,
-    navigate.status,
-    navigate.links,
-    navigate.backlinks,
-    navigate.broken,
-    navigate.stop,
-    navigate.reindex,
-    ask.query,
-    ask.search,
-    ask.cost,
-    graph.graph,
-    store.index,
-    store.export,
-    store.migrate,
-    store.lightrag_server,
-    run.service,
-    agent.mcp,
-):
-    main.add_command(_command)
+    group.main(args=args)
+
 
 __all__ = ["main"]

@@ -1,5 +1,5 @@
-"""What every command shares: the vault options, loading the config, printing a
-reply, and calling the daemon.
+"""What every click command shares: the vault options and loading the config (a
+client command's through ``_client.client_config``, which the fast path shares).
 
 Why stdlib + click only: every client command starts here, and a client call
 must cost about one Python start-up, so nothing here may import LightRAG,
@@ -8,15 +8,13 @@ numpy or networkx (``tests/test_layers.py`` holds this).
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from wikid.client import DaemonNotRunning, RemoteError, request
+from wikid.cli._client import client_config
 from wikid.config import ConfigError, VaultConfig
 from wikid.config import load as load_config
 
@@ -58,8 +56,6 @@ workdir_option = click.option(
     help="LightRAG working dir (default: $XDG_DATA_HOME/wikid/<vault-name>/).",
 )
 
-json_option = click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON.")
-
 
 def load(
     vault: str | None,
@@ -75,34 +71,13 @@ def load(
     folder, so a typo creates and removes nothing; a client command needs only the
     daemon's socket, so ``--socket`` alone is enough."""
     try:
+        if client:
+            return client_config(vault, config_path, socket_path)
         cfg = load_config(config_path, vault, overrides={"socket": socket_path, **overrides})
     except ConfigError as exc:
-        if client and socket_path is not None and vault is None:
-            return VaultConfig(path=Path.cwd(), socket=socket_path).resolved()
         raise UserError(str(exc)) from exc
-    if not client:
-        if not cfg.path.is_dir():
-            raise UserError(f"the vault {cfg.path} does not exist or is not a folder")
-        if not os.access(cfg.path, os.R_OK | os.X_OK):
-            raise UserError(f"the vault {cfg.path} cannot be read")
+    if not cfg.path.is_dir():
+        raise UserError(f"the vault {cfg.path} does not exist or is not a folder")
+    if not os.access(cfg.path, os.R_OK | os.X_OK):
+        raise UserError(f"the vault {cfg.path} cannot be read")
     return cfg
-
-
-def show(data: Any, as_json: bool, readable: Any) -> None:
-    if as_json:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=1))
-    else:
-        click.echo(readable(data))
-
-
-def call(cfg: VaultConfig, op: str, **args: Any) -> Any:
-    """One request to the vault's daemon; no daemon is exit 3, an error reply exit 4."""
-    assert cfg.socket is not None
-    try:
-        return request(cfg.socket, op, vault=str(cfg.path), **args)
-    except DaemonNotRunning as exc:
-        click.echo(str(exc), err=True)
-        sys.exit(3)
-    except RemoteError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(4)

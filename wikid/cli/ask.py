@@ -1,64 +1,20 @@
 """Asking commands: ``wikid query``, ``wikid search``, ``wikid cost``.
 
-Why apart: they share the evidence printout and the streaming of answers,
-which nothing else in the CLI needs.
+Why apart: they share the evidence printout and the streaming of answers, which
+nothing else in the CLI needs; both live in ``_client``, shared with the fast path
+(``_fast``), which runs a well-formed call without click.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from wikid.cli._common import call, load, show, vault_option
+from wikid.cli._client import run_op, run_query
+from wikid.cli._common import load, vault_option
 from wikid.config import QUERY_MODES
-
-
-def _why(item: dict[str, Any]) -> str:
-    """One line of --explain: what retrieval saw in the item."""
-    why = item.get("why")
-    if not why:
-        return ""
-    parts = [f"rank {why['fused_rank']}" if why.get("fused_rank") is not None else "unranked"]
-    if "named" in why:
-        parts.append(f"from {why['named']!r}, hop {why['hop']}, edge {why['edge']}")
-    if item.get("covers"):
-        parts.append("covers " + ", ".join(item["covers"]))
-    return "\n          why: " + "; ".join(parts)
-
-
-def evidence_text(res: dict[str, Any]) -> str:
-    rows = [f"evidence: {res['tokens']} of {res['budget']} tokens, mode {res['mode']}"]
-    if res.get("partial"):
-        p = res["partial"]
-        rows.append(
-            f"partial: {p['embedded']} of {p['total']} texts embedded; graph and full text only"
-        )
-
-    def where(item: dict[str, Any]) -> str:
-        loc = item["path"] or "?"
-        if item.get("line"):
-            loc += f":{item['line']}"
-        return loc + (f" ({item['heading']})" if item.get("heading") else "")
-
-    for e in res["entities"]:
-        rows.append(f"entity    {e['name']}  {where(e)}\n          {e['text']}{_why(e)}")
-    for r in res["relations"]:
-        rows.append(
-            f"relation  {r['src']} -- {r['tgt']}  {where(r)}\n          {r['text']}{_why(r)}"
-        )
-    for c in res["chunks"]:
-        text = " ".join(c["text"].split())
-        rows.append(f"chunk     {where(c)}\n          {text[:400]}{_why(c)}")
-    if res.get("uncovered"):
-        rows.append("not covered: " + ", ".join(res["uncovered"]))
-    if res.get("stopped"):
-        rows.append(f"stopped: {res['stopped']['why']}")
-    if "llm" in res and res["llm"] != "configured":
-        rows.append(f"({res['llm']})")
-    return "\n".join(rows)
 
 
 @click.command()
@@ -86,24 +42,7 @@ def query(
     Example: wikid query "who wrote the first program?" --budget 1500"""
     cfg = load(vault, config_path, socket_path, client=True)
     args: dict[str, Any] = {"text": text, "mode": mode, "budget": budget, "explain": explain}
-    if not answer:
-        show(call(cfg, "query", **args), as_json, evidence_text)
-        return
-
-    def stream(piece: str) -> None:
-        if not as_json:
-            sys.stdout.write(piece)
-            sys.stdout.flush()
-
-    res = call(cfg, "query", answer=True, on_partial=stream, timeout=600, **args)
-    if as_json:
-        show(res, True, str)
-        return
-    a = res["answer"]
-    click.echo(
-        f"\n\n({a['model']}: {a['input_tokens']} tokens in, {a['output_tokens']} out; "
-        f"evidence {res['tokens']} tokens from {len({i['path'] for k in ('entities', 'relations', 'chunks') for i in res[k]})} notes)"
-    )
+    run_query(cfg, args, answer, as_json)
 
 
 @click.command()
@@ -127,19 +66,7 @@ def search(
 
     Example: wikid search "analytical engine" --tag person --folder People"""
     cfg = load(vault, config_path, socket_path, client=True)
-
-    def readable(res: dict[str, Any]) -> str:
-        rows = []
-        for h in res["hits"]:
-            tags = " ".join("#" + t for t in h["tags"])
-            rows.append(f"{h['path']}  {tags}\n    {' '.join(h['snippet'].split())}")
-        return "\n".join(rows) or "no match"
-
-    show(call(cfg, "search", text=text, k=k, folder=folder, tag=tag), as_json, readable)
-
-
-def _money(value: float | None) -> str:
-    return "" if value is None else f"{value:.4f}"
+    run_op(cfg, "search", as_json, text=text, k=k, folder=folder, tag=tag)
 
 
 @click.command()
@@ -151,18 +78,4 @@ def cost(
     """LLM calls and tokens so far, by phase and model, with the estimated price.
 
     Example: wikid cost --json"""
-    cfg = load(vault, config_path, socket_path, client=True)
-
-    def readable(res: dict[str, Any]) -> str:
-        rows = [
-            f"{r['phase']:<10} {r['model']:<24} {r['calls']:>6} calls {r['input_tokens']:>10} in "
-            f"{r['output_tokens']:>10} out  {_money(r['cost'])}"
-            for r in res["by_phase"]
-        ]
-        total = "n/a (set llm_prices)" if res["cost"] is None else _money(res["cost"])
-        rows.append(
-            f"total: {res['calls']} calls, {res['input_tokens']} in, {res['output_tokens']} out, est. {total}"
-        )
-        return "\n".join(rows)
-
-    show(call(cfg, "cost"), as_json, readable)
+    run_op(load(vault, config_path, socket_path, client=True), "cost", as_json)

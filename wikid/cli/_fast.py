@@ -1,0 +1,142 @@
+"""Client commands parsed with the standard library, before click is imported.
+
+Why: a client call (``wikid status``, ``links``, ``query``, ...) should cost about
+one Python start-up, and importing click cost several (issue 40). Only a
+well-formed call is taken here: ``--help``, ``--version``, an unknown option, a
+missing argument or a value click would refuse all return ``False``, and the
+click command then runs as before, so help texts and error messages are click's,
+unchanged. Each spec below mirrors its click command's options
+(``tests/test_cli.py`` checks that they agree).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from wikid.config import QUERY_MODES
+
+COMMON = {"--vault": "vault", "--config": "config", "--socket": "socket"}
+# command -> (its positional argument, {option: (name, kind)}); kind "flag", "str",
+# "int" or a tuple of choices. ``--json`` is every command's but stop's and reindex's.
+SPECS: dict[str, tuple[str | None, dict[str, tuple[str, Any]]]] = {
+    "status": (None, {}),
+    "links": ("note", {}),
+    "backlinks": ("note", {}),
+    "broken": (None, {}),
+    "neighbors": ("note", {"--depth": ("depth", "int"), "--limit": ("limit", "int")}),
+    "search": (
+        "text",
+        {"-k": ("k", "int"), "--folder": ("folder", "str"), "--tag": ("tag", "str")},
+    ),
+    "query": (
+        "text",
+        {
+            "--mode": ("mode", QUERY_MODES),
+            "--budget": ("budget", "int"),
+            "--answer": ("answer", "flag"),
+            "--explain": ("explain", "flag"),
+        },
+    ),
+    "cost": (None, {}),
+    "stop": (None, {}),
+    "reindex": (None, {}),
+}
+NO_JSON = ("stop", "reindex")
+
+
+def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """(command, values) of a well-formed client call, else None (click takes it)."""
+    if not argv or argv[0] not in SPECS:
+        return None
+    command, rest = argv[0], argv[1:]
+    positional, options = SPECS[command]
+    known: dict[str, tuple[str, Any]] = {k: (v, "str") for k, v in COMMON.items()}
+    known.update(options)
+    if command not in NO_JSON:
+        known["--json"] = ("json", "flag")
+    values: dict[str, Any] = {}
+    args: list[str] = []
+    i = 0
+    while i < len(rest):
+        word = rest[i]
+        if word == "--":
+            args += rest[i + 1 :]
+            break
+        if not word.startswith("-") or word == "-":
+            args.append(word)
+            i += 1
+            continue
+        flag, eq, inline = word.partition("=")
+        if flag not in known:
+            return None  # --help, a typo, a short form: click says what it says
+        name, kind = known[flag]
+        if kind == "flag":
+            if eq:
+                return None
+            values[name] = True
+            i += 1
+            continue
+        if eq:
+            raw = inline
+            i += 1
+        elif i + 1 < len(rest):
+            raw = rest[i + 1]
+            i += 2
+        else:
+            return None
+        value = _value(raw, kind)
+        if value is None:
+            return None
+        values[name] = value
+    if len(args) != (1 if positional else 0):
+        return None
+    if positional:
+        values[positional] = args[0]
+    return command, values
+
+
+def _value(raw: str, kind: Any) -> Any:
+    if kind == "int":
+        try:
+            return int(raw.strip())
+        except ValueError:
+            return None
+    if isinstance(kind, tuple):
+        return raw if raw in kind else None
+    return raw
+
+
+def run(argv: list[str]) -> bool:
+    """Run a well-formed client call and return True, or return False untouched."""
+    parsed = parse(argv)
+    if parsed is None:
+        return False
+    from wikid.cli._client import client_config, run_op, run_query
+    from wikid.config import ConfigError
+
+    command, v = parsed
+    socket_path = Path(v["socket"]) if "socket" in v else None
+    config_path = Path(v["config"]) if "config" in v else None
+    try:
+        cfg = client_config(v.get("vault"), config_path, socket_path)
+    except ConfigError:
+        return False  # click's command says so, in its words
+    as_json = bool(v.get("json"))
+    if command == "query":
+        args = {k: v.get(k) for k in ("text", "mode", "budget")}
+        args["explain"] = bool(v.get("explain"))
+        run_query(cfg, args, bool(v.get("answer")), as_json)
+    elif command == "search":
+        found = {"text": v["text"], "k": v.get("k", 8), "folder": v.get("folder")}
+        run_op(cfg, "search", as_json, **found, tag=v.get("tag"))
+    elif command == "neighbors":
+        near = {"note": v["note"], "depth": v.get("depth", 1), "limit": v.get("limit", 50)}
+        run_op(cfg, "neighbors", as_json, **near)
+    elif command in ("links", "backlinks"):
+        run_op(cfg, command, as_json, note=v["note"])
+    else:
+        run_op(cfg, command, as_json)
+    sys.stdout.flush()
+    return True
