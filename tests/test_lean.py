@@ -1,19 +1,22 @@
-"""What the daemon keeps in memory once the store holds a note: a lean note (no body),
-whose text is read again from the file when a re-chunk needs it; and token counts
-with MiniLM's WordPiece, with no cl100k table loaded."""
+"""What the daemon keeps in memory once the store holds a note: its head alone (no
+body, no payload: links, properties, headings, opening), whose payload comes back from
+the parse cache and whose text from the file when a re-chunk needs it; and token
+counts with MiniLM's WordPiece, with no cl100k table loaded."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-from graphtools import write
+from graphtools import assert_same, snapshot, write
 from storetools import unique_workspace
 from test_restart import graph_state
 
+from wikid.core._markdown import RawLink
 from wikid.core.chunk import chunk_note
 from wikid.core.graph import VaultGraph
 from wikid.core.note import parse_note as parse
@@ -154,3 +157,57 @@ def test_an_edge_holds_only_what_differs_from_the_defaults(tmp_path: Path) -> No
         assert all(k not in EDGE_DEFAULTS or v != EDGE_DEFAULTS[k] for k, v in d.items())
     edge = next(e for e in to_json(vg.g)["edges"] if e["source"] == "Ada.md")
     assert (edge["kind"], edge["display"], edge["ambiguous"]) == ("link", None, False)
+
+
+def _links_alive() -> int:
+    gc.collect()
+    return sum(isinstance(o, RawLink) for o in gc.get_objects())
+
+
+def test_after_a_sync_no_payload_stays_in_the_heap_and_it_comes_back_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    """Issue 39: once synced, the graph holds heads; a note's parsed links (with their
+    sentences), properties and opening are not in the heap (none of the 40 notes' 200
+    links is alive), and come back from the parse cache, not the files, through a
+    bounded LRU when an update, a record or a query card needs them."""
+    vault, wd = tmp_path / "vault", tmp_path / "wd"
+    for i in range(40):
+        links = " ".join(f"[[N{(i * 7 + j) % 40}]] then [[Ghost{j}]]" for j in range(5))
+        write(
+            vault,
+            f"N{i}.md",
+            f"---\ntype: idea\nrank: {i}\n---\n# N{i}\n\nOpening {i}.\n\n{links}\n",
+        )
+
+    async def run() -> None:
+        idx = await Index.open(vault, wd, workspace=unique_workspace("heads"))
+        try:
+            await idx.sync(force=True)
+            vg = idx.graph
+            assert all(not n.has_payload and not n.links for n in vg.notes.values())
+            assert _links_alive() == 0, "a synced note's links are still in the heap"
+
+            vg.payloads.size = 5
+            reads = vg.reads
+            for i in range(12):  # a query's note cards, say: properties and opening
+                note = vg.payload(f"N{i}.md")
+                assert note.properties["rank"] == i and note.opening == f"Opening {i}."
+                assert len(note.links) == 10 and note.links[1].target == "Ghost0"
+            assert vg.reads == reads and vg.payloads.fetched >= 12  # the cache, no file
+            assert len(vg.payloads) == 5 and 0 < _links_alive() <= 5 * 10  # bounded
+
+            # A note named as 40 notes' ghost target appears: they are linked again,
+            # from their cached payloads, and the graph equals a fresh build.
+            write(vault, "Ghost0.md", "# Ghost0\n")
+            reads = vg.reads
+            await idx.update({"Ghost0.md"})
+            assert vg.reads == reads + 1  # Ghost0.md itself, nothing else
+            fresh = VaultGraph.load(vault)
+            assert_same(snapshot(idx.graph), snapshot(fresh))
+            for path, note in fresh.notes.items():  # the payloads too, note for note
+                assert idx.graph.payload(path).links == note.links, path
+        finally:
+            await idx.close()
+
+    asyncio.run(run())

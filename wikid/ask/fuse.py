@@ -105,7 +105,7 @@ def _plain(value: Any) -> str:
 
 def card(vg: VaultGraph, path: str, rank: int) -> Item:
     """A note in a few dozen tokens: title, type, properties and the start of its summary."""
-    note = vg.notes[path]
+    note = vg.payload(path)  # a head's properties and opening: the parse cache's
     props = "; ".join(f"{k}: {_plain(v)}" for k, v in note.properties.items() if k != "aliases")
     if len(props) > PROPS_CHARS:
         props = props[:PROPS_CHARS].rsplit(" ", 1)[0] + " …"

@@ -29,6 +29,7 @@ from wikid.core.conflicts import conflict_of
 from wikid.core.delta import Attrs, Delta, EdgeKey, diff
 from wikid.core.edges import TAG_ATTRS, EdgeAttrs, LinkGraph, edge_key, link_attrs, sparse
 from wikid.core.note import Note, digest
+from wikid.core.payloads import Payloads
 from wikid.core.resolve import FileIndex, alias_key, file_key, link_keys, resolve
 from wikid.core.vault import (
     VaultFilter,
@@ -97,6 +98,8 @@ class VaultGraph:
         # ``apply`` takes them in, and the parse cache must too (``take_restat``), or
         # every restart would read them again.
         self._restat: dict[str, Note] = {}
+        # The payloads of head notes (``release``), from the parse cache or the file.
+        self.payloads = Payloads(self._read_file)
 
     @classmethod
     def load(cls, root: Path | str, options: VaultOptions | None = None) -> VaultGraph:
@@ -130,13 +133,15 @@ class VaultGraph:
         state.update(
             walk_errors={}, _created=set(), _doubted=set(), _recheck=set(), reads=0, _restat={}
         )
-        state["notes"] = {p: n.lean() for p, n in self.notes.items()}  # bodies: ``release``
-        del state["filter"]
+        # Heads: a restart takes their payloads from the parse cache (``release``).
+        state["notes"] = {p: n.head() for p, n in self.notes.items()}
+        del state["filter"], state["payloads"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.filter = VaultFilter(self.root, self.options)
+        self.payloads = Payloads(self._read_file)
         if "_errors" not in state:  # saved before the index was kept
             self._errors = {p: n.error for p, n in self.notes.items() if n.error}
 
@@ -149,25 +154,37 @@ class VaultGraph:
         out.update(self.walk_errors)
         return dict(sorted(out.items()))
 
-    def full(self, path: str) -> Note:
-        """The note at ``path`` with its body: the graph's own, or, for a lean one
-        (``release``), the file read again. If the file changed meanwhile, its update
-        is on its way (a watcher event, or a restart's stat): until then the body is
-        the one read now, or empty if the file cannot be read as a note."""
+    def _read_file(self, path: str) -> Note | None:
+        self.reads += 1
+        return read_note(self.root, path, self.options, self.filter)
+
+    def payload(self, path: str) -> Note:
+        """The note at ``path`` with its payload (links, properties, headings, opening):
+        the graph's own, or for a head (``release``) the parse cache's or the file's."""
         note = self.notes[path]
+        return note if note.has_payload else self.payloads.of(note)
+
+    def full(self, path: str) -> Note:
+        """The note at ``path`` with its payload and its body: the graph's own, or, for
+        a lean one (``release``), the file read again. If the file changed meanwhile,
+        its update is on its way (a watcher event, or a restart's stat): until then the
+        body is the one read now, or empty if the file cannot be read as a note."""
+        note = self.payload(path)
         if note.body is not None:
             return note
-        again = read_note(self.root, path, self.options, self.filter)
-        self.reads += 1
+        again = self._read_file(path)
         return replace(note, body=again.body if again is not None and again.body else "")
 
-    def release(self, digests: dict[str, str]) -> None:
-        """Keep lean copies (``Note.lean``) of the notes at these paths, if they still
-        have these digests: the store and the search index now hold their text."""
+    def release(self, digests: dict[str, str], heads: Iterable[str] = ()) -> None:
+        """Keep lean copies (``Note.lean``: no body) of the notes at these paths, if they
+        still have these digests: the store and the search index now hold their text;
+        and of those in ``heads``, whose parse-cache rows are written too, their heads
+        alone (``Note.head``: the payload is read back through ``payloads``)."""
+        heads = set(heads)
         for path, held in digests.items():
             note = self.notes.get(path)
-            if note is not None and note.body is not None and note.digest == held:
-                self.notes[path] = note.lean()
+            if note is not None and note.digest == held:
+                self.notes[path] = note.head() if path in heads else note.lean()
 
     # -- updating -----------------------------------------------------------
 
@@ -200,6 +217,10 @@ class VaultGraph:
                 exists = file_exists(self.root, f)
                 if exists != (f in self.attachments):
                     attach_new[f] = exists
+        if notes_new or attach_new:  # the notes ``apply`` will link again, off its loop
+            again = self._affected(notes_new, attach_new) - notes_new.keys()
+            heads = [self.notes[p] for p in again if p in self.notes]
+            self.payloads.pin(n for n in heads if not n.has_payload)
         return notes_new, attach_new
 
     def _doubt(self, path: str, note: Note | None, old: Note | None, confirm: bool) -> bool:
@@ -237,7 +258,10 @@ class VaultGraph:
         before: copying every edge to diff it was ~0.15 s of a 10k-note build."""
         notes_new, attach_new = changes
         for path, note in self._restat.items():
-            if path in self.notes and self.notes[path].digest == note.digest:
+            current = self.notes.get(path)
+            if current is not None and current.digest == note.digest:
+                if not current.has_payload:  # stays a head (``take_restat`` finds it)
+                    note = self._restat[path] = note.head()
                 self.notes[path] = note
         if not notes_new and not attach_new:
             return Delta()
@@ -262,6 +286,8 @@ class VaultGraph:
         for n in list(touched):
             if n in self.g and n.startswith((GHOST, TAG)) and not self.g.pred[n]:
                 self.g.remove_node(n)
+        self.payloads.unpin()
+        self.payloads.forget(notes_new)
         if not want_delta:
             self._created.clear()
             return None
@@ -371,7 +397,7 @@ class VaultGraph:
         return original is not None
 
     def _link(self, source: str) -> None:
-        note = self.notes[source]
+        note = self.payload(source)
         keys: set[str] = set()
         shared: dict[tuple[tuple[str, Any], ...], EdgeAttrs] = {}  # equal attrs, one dict
         for i, link in enumerate(note.links):

@@ -32,6 +32,7 @@ _RESERVED = frozenset(
 MAX_KEYS = 1000  # frontmatter properties read per note
 MAX_VALUES = 20_000  # values (scalars and containers) in all of a note's properties
 MAX_DEPTH = 32  # nesting of a property value
+_NONE: dict[str, Any] = {}  # every head's properties: one shared empty dict, never changed
 
 
 def digest(data: bytes) -> str:
@@ -67,6 +68,9 @@ class Note:
     # (mtime_ns, size) taken before the read, or None when the file was too fresh to
     # trust (its mtime within RACY_NS of the read): what lets a restart skip the file.
     stat: tuple[int, int] | None = None
+    # False in a head (``head``): links, properties, headings, blocks, opening and
+    # joins are empty here and kept in the parse cache (``VaultGraph.payload``).
+    has_payload: bool = True
 
     def lean(self) -> Note:
         """This note without its body. Why: after the store holds its chunks and the
@@ -74,6 +78,41 @@ class Note:
         the chunk cache lost it, or a rename's), and a vault's bodies are most of its
         notes' memory; a parse cache or saved graph of lean notes is smaller too."""
         return self if self.body is None else replace(self, body=None)
+
+    def head(self) -> Note:
+        """This note without its body nor its payload (its parsed links with their
+        lines and sentences, properties, headings, blocks, opening, canvas joins): what
+        the graph keeps of a note once the parse cache holds the rest. Why: a 50k-note
+        vault's payload did not fit in a laptop's heap beside its graph (issue 39);
+        what the graph's indexes, ``status`` and a name lookup need stays (title,
+        aliases, tags, type, summary, digest, stat, error)."""
+        if not self.has_payload:
+            return self
+        return replace(
+            self,
+            body=None,
+            links=(),
+            properties=_NONE,
+            headings=(),
+            blocks=(),
+            opening="",
+            joins=(),
+            has_payload=False,
+        )
+
+    def with_payload(self, held: Note) -> Note:
+        """This head with the payload of ``held`` (the same note as the parse cache or
+        the file holds it); the head's own fields win (a renewed stat, say)."""
+        return replace(
+            self,
+            links=held.links,
+            properties=held.properties,
+            headings=held.headings,
+            blocks=held.blocks,
+            opening=held.opening,
+            joins=held.joins,
+            has_payload=True,
+        )
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:  # ("type" is a field here)
         # By value through __init__, for the parse cache (see RawLink.__reduce__).

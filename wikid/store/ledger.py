@@ -248,6 +248,11 @@ class Ledger:
         """The parse cache: path -> (kind, encoded note or None)."""
         return {p: (k, n) for p, k, n in self.db.execute("SELECT path, kind, note FROM files")}
 
+    def file_note(self, path: str) -> bytes | None:
+        """One note's parse-cache row (a head's payload, read back on demand)."""
+        row = self.db.execute("SELECT note FROM files WHERE path=?", (path,)).fetchone()
+        return row[0] if row else None
+
     def attachments(self) -> set[str]:
         """The parse cache's attachments, read from an index (the notes' rows hold ~30 MB
         at 13k notes: a restart from a cold disk would read them all)."""

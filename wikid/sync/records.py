@@ -216,7 +216,7 @@ class Mapper:
             return None
         attrs = g.nodes[node]
         if node in self.vg.notes:  # a note or a canvas
-            note = self.vg.notes[node]
+            note = self.vg.payload(node)  # its opening may describe it
             sources = self.spans(node)[0]
             return self.name(node), {
                 "entity_type": note.type or "note",

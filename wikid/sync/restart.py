@@ -45,14 +45,14 @@ from wikid.sync.records import Namer, Spans
 # change (2: property links are described "A —key→ B"; 3: a row holds the note's chunk
 # spans too; 4: a chunk's size is the sum of its pieces' counts, which moves a few
 # chunk boundaries under the approximate counter; 5: chunks are sized and their
-# ``tokens`` counted with MiniLM's WordPiece, for every embedder, not cl100k), so a
-# restart reconciles every key.
-FORMAT = 5
+# ``tokens`` counted with MiniLM's WordPiece, for every embedder, not cl100k; 6: a
+# ``Note`` may be a head, its payload in this cache), so a restart reconciles every key.
+FORMAT = 6
 # The saved graph's layout, apart from the parse cache's format: a graph saved in an
 # older layout is not loaded (the restart rebuilds it from the cache, 2 s at 13k notes)
 # and the cache stays valid. 2: groups of paths as tuples (``core._groups``), edges
-# with equal attributes sharing one dict.
-GRAPH_LAYOUT = 2
+# with equal attributes sharing one dict; 3: notes as heads, their payload in the cache.
+GRAPH_LAYOUT = 3
 META_KEY = "parse_cache"
 SAVED = "wikid-graph.pickle"  # beside the ledger's file
 _BAD_PICKLE = (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError)
@@ -72,7 +72,21 @@ def fingerprint(files: VaultFilter, extracting: bool) -> str:
 def encode(note: Note, spans: Spans) -> bytes:
     """A note's row: the parsed note, lean, and its chunk spans (what the records
     around it need of its chunks), so neither is computed again after a restart."""
+    assert note.has_payload, note.path  # a head's row would lose its links
     return pickle.dumps((note.lean(), spans), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def cached_note(ledger: Ledger, path: str) -> Note | None:
+    """The note at ``path`` as the parse cache holds it (``VaultGraph.payloads``'s
+    source), or None: no row, or one that cannot be read."""
+    blob = ledger.file_note(path)
+    if blob is None:
+        return None
+    try:
+        note = pickle.loads(blob)[0]
+    except (*_BAD_PICKLE, IndexError):
+        return None
+    return note if isinstance(note, Note) else None
 
 
 def file_rows(vg: VaultGraph, paths: set[str], spans: Callable[[str], Spans]) -> dict[str, FileRow]:
@@ -83,7 +97,7 @@ def file_rows(vg: VaultGraph, paths: set[str], spans: Callable[[str], Spans]) ->
         if path.startswith((GHOST, TAG)):
             continue
         if path in vg.notes:
-            rows[path] = ("note", encode(vg.notes[path], spans(path)))
+            rows[path] = ("note", encode(vg.payload(path), spans(path)))
         elif path in vg.attachments:
             rows[path] = ("attachment", None)
         else:
@@ -185,6 +199,7 @@ def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Rest
     if {p: n.digest for p, n in notes.items()} != ledger.digests():
         return None, "the parse cache disagrees with the ledger"
     graph = VaultGraph.from_notes(root, options, notes, attachments)
+    graph.release({p: n.digest for p, n in notes.items()}, heads=notes)  # rows: the cache's
     return Restart(graph, spans, None), "parse cache"
 
 

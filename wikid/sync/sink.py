@@ -14,6 +14,7 @@ mid-batch (``pending``) and a first index are all handled by one path.
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import time
 from collections.abc import Callable
@@ -97,6 +98,7 @@ class Sink:
         count = store.count_tokens
         self.mapper = Mapper(vg, chunker or (lambda note: chunk_note(note, count)))
         self.search = SearchIndex(store.ledger.database)
+        vg.payloads.source = functools.partial(restart.cached_note, store.ledger)
         self.implicit = implicit or ImplicitIndex(None)
         self._forced: dict[str, set[str]] = {}
         # Called once a full reconcile has written the search index (serving starts).
@@ -364,7 +366,10 @@ class Sink:
                 await asyncio.to_thread(lambda: self.search.update(self._texts(searched)))
         # The store and the search index hold these notes' text now: the graph keeps
         # them lean (a reconcile's search rows were written before its first slice).
-        self.vg.release({p: row[0] for p, row in planned.notes.items() if row is not None})
+        self.vg.release(
+            {p: row[0] for p, row in planned.notes.items() if row is not None},
+            heads=planned.files or (),  # their parse-cache rows are written: heads alone
+        )
         self.mapper.keep()
         trim()  # a big batch's records are garbage now: give their pages back
 
