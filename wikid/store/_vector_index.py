@@ -22,6 +22,7 @@ of the matrix.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +35,18 @@ def normalized(m: np.ndarray) -> np.ndarray:
     return out
 
 
-# Rows widened to float32 at a time while scoring: 6 MB, cache-sized (16k rows: ~40% slower).
-BLOCK = 4096
+# Rows widened to float32 at a time while scoring: 1.5 MB, cache-sized (as fast as 4,096
+# rows; 16k rows: ~40% slower).
+BLOCK = 1024
+_BUFFERS = threading.local()
+
+
+def _block_buffer(dim: int) -> np.ndarray:
+    """This thread's float32 block buffer (one per scoring thread, kept)."""
+    buf: np.ndarray | None = getattr(_BUFFERS, "buf", None)
+    if buf is None or buf.shape[1] != dim:
+        buf = _BUFFERS.buf = np.empty((BLOCK, dim), np.float32)
+    return buf
 
 
 def quantized(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -155,10 +166,16 @@ class VectorIndex:
         if n == 0 or k <= 0:
             return []
         q = normalized(np.asarray(query, np.float32).reshape(1, -1))[0]
-        # Widen one block at a time: the float32 copy of a block, never of the matrix.
-        scores = np.concatenate(
-            [self._mat[i : min(i + BLOCK, n)].astype(np.float32) @ q for i in range(0, n, BLOCK)]
-        )
+        # Widen one block at a time into this thread's block buffer: the float32 copy of
+        # a block, never of the matrix. A new block each time (``astype``) was a fresh
+        # mmap of 6 MB, so every query paid ~40k page faults: 37 of the 46 ms a scan of
+        # 104k relation rows took in a VM at 13k notes, 8 ms with the buffer kept.
+        buf = _block_buffer(self.dim)
+        scores = np.empty(n, np.float32)
+        for i in range(0, n, BLOCK):
+            j = min(i + BLOCK, n)
+            np.copyto(buf[: j - i], self._mat[i:j], casting="unsafe")
+            np.matmul(buf[: j - i], q, out=scores[i:j])
         scores *= self._scale[:n]
         top = np.argpartition(-scores, k - 1)[:k] if n > k else np.arange(n)
         return [key.decode() for key in self._keys[top].tolist()]
