@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 from graphtools import assert_same, snapshot, write
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from storetools import unique_workspace
 from test_restart import graph_state
 
@@ -211,3 +213,44 @@ def test_after_a_sync_no_payload_stays_in_the_heap_and_it_comes_back_from_the_ca
             await idx.close()
 
     asyncio.run(run())
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.sampled_from(["", "---\ntitle: T\n---\n", "---\nbad: [\n---\n", "---\nopen\n", "\ufeff"]),
+    st.text(st.characters(blacklist_categories=["Cs"]), max_size=200),
+    st.sampled_from(["\n", "\r\n", "\r"]),
+)
+def test_a_heads_body_cut_from_its_file_is_the_parsed_body(
+    tmp_path: Path, front: str, text: str, eol: str
+) -> None:
+    """``VaultGraph.full`` cuts a plain note's body out of its file (no YAML or Markdown
+    parsed again) when the file has the head's digest: the same body as a parse."""
+    vault = tmp_path / "v"
+    vault.mkdir(exist_ok=True)
+    data = (front + text).replace("\n", eol).encode("utf-8", "surrogatepass")
+    (vault / "N.md").write_bytes(data)
+    vg = VaultGraph.load(vault)
+    parsed = vg.notes["N.md"]
+    vg.release({"N.md": parsed.digest}, heads=["N.md"])
+    reads = vg.reads
+    assert vg._same_body(vg.notes["N.md"]) == parsed.body
+    assert vg.reads == reads + 1
+
+
+def test_a_changed_file_or_a_drawing_is_parsed_again_for_its_body(tmp_path: Path) -> None:
+    vault = _vault(tmp_path / "vault")
+    write(
+        vault,
+        "Art/D.excalidraw.md",
+        "# Text Elements\nhello ^a\n%%\n## Drawing\n```json\n{}\n```\n%%\n",
+    )
+    vg = VaultGraph.load(vault)
+    vg.release({p: n.digest for p, n in vg.notes.items()}, heads=list(vg.notes))
+    assert vg._same_body(vg.notes["Art/D.excalidraw.md"]) is None
+    assert "hello" in (vg.full("Art/D.excalidraw.md").body or "")
+    write(vault, "Ada.md", "# Ada\n\nChanged.\n")
+    assert vg._same_body(vg.notes["Ada.md"]) is None  # another digest
+    assert "Changed." in (vg.full("Ada.md").body or "")  # the file's text, now

@@ -27,8 +27,9 @@ import networkx as nx
 from wikid.core._groups import Groups
 from wikid.core.conflicts import conflict_of
 from wikid.core.delta import Attrs, Delta, EdgeKey, diff
+from wikid.core.drawing import is_drawing
 from wikid.core.edges import TAG_ATTRS, EdgeAttrs, LinkGraph, edge_key, link_attrs, sparse
-from wikid.core.note import Note, digest
+from wikid.core.note import Note, decode, digest
 from wikid.core.payloads import Payloads
 from wikid.core.resolve import FileIndex, alias_key, file_key, link_keys, resolve
 from wikid.core.vault import (
@@ -37,6 +38,7 @@ from wikid.core.vault import (
     file_exists,
     is_canvas,
     is_note,
+    read_bytes,
     read_note,
     walk,
 )
@@ -172,8 +174,25 @@ class VaultGraph:
         note = self.payload(path)
         if note.body is not None:
             return note
-        again = self._read_file(path)
-        return replace(note, body=again.body if again is not None and again.body else "")
+        body = self._same_body(note)
+        if body is None:
+            again = self._read_file(path)
+            body = again.body if again is not None and again.body else ""
+        return replace(note, body=body)
+
+    def _same_body(self, note: Note) -> str | None:
+        """The body of a plain Markdown note whose file still has the note's digest: its
+        lines after the frontmatter, with no YAML or Markdown parsed again (a query's
+        chunks of ~25 notes cost 1.2 ms a note that way, a third of its time at 13k).
+        None when the file changed, or is a drawing or a canvas (bodies made, not cut)."""
+        if note.rejected or is_canvas(note.path) or is_drawing(note.path):
+            return None
+        self.reads += 1
+        data = read_bytes(self.root, note.path, self.options, self.filter)
+        if data is None or digest(data) != note.digest:
+            return None
+        text, _ = decode(data)
+        return None if text is None else "\n".join(text.split("\n")[note.body_line - 1 :])
 
     def release(self, digests: dict[str, str], heads: Iterable[str] = ()) -> None:
         """Keep lean copies (``Note.lean``: no body) of the notes at these paths, if they

@@ -328,6 +328,19 @@ def read_text(root: Path, rel: str, filt: VaultFilter, max_bytes: int) -> str:
     return data.decode("utf-8", "replace")
 
 
+def read_bytes(root: Path, rel: str, options: VaultOptions, filt: VaultFilter) -> bytes | None:
+    """A note's bytes through the same safe open as ``read_note`` (at most its size
+    limit), or None for anything that is not such a file now."""
+    try:
+        with _admitted(root, rel, filt) as (fh, st):
+            if placeholder(st) or st.st_size > options.max_note_bytes:
+                return None
+            data = fh.read(options.max_note_bytes + 1)
+    except OSError:  # gone, refused, a folder, a loop: the caller parses it properly
+        return None
+    return data if len(data) <= options.max_note_bytes else None
+
+
 def _real_path(fd: int, path: Path) -> str:
     """The real path of the file open on ``fd``: the kernel's own answer where there
     is one (Linux), so no rename or link swap after the open can fool the check."""
