@@ -174,6 +174,12 @@ def one(
     time.sleep(5)
     assert d.proc is not None
     steady = resident(d.proc.pid)
+    print(  # at once: a 50k run that is stopped later still reports its cold start
+        f"{name}: serving {cold['serving']:.1f} s, fully embedded {cold['ready']:.1f} s, "
+        f"peak {cold['peak_rss'] / 2**20:.0f} MiB, steady {steady}, "
+        f"worst status {cold['worst_status_ms']:.0f} ms",
+        flush=True,
+    )
     lat = edits_visible(d, vault, notes, edits)
     d.settle()  # the edits' store writes: a query would wait for them
     q = queries(d, nq)
@@ -236,14 +242,19 @@ def main(sizes: list[int], vok: bool, edits: int, nq: int, cold_cache: bool) -> 
             for p in vault.rglob("*"):
                 p.chmod(0o755 if p.is_dir() else 0o644)
             rows += one("vaultofknowledge", vault, Path(tmp), edits, nq, cold_cache)
+            _table(rows)
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             vault = Path(tmp) / f"gen{n}"
             generate(vault, n)
             rows += one(f"generated {n}", vault, Path(tmp), edits, nq, cold_cache)
+        _table(rows)  # after each vault, so a long run shows what it has
+
+
+def _table(rows: list[tuple[str, str]]) -> None:
     width = max(len(r[0]) for r in rows)
     for metric, value in rows:
-        print(f"{metric.ljust(width)}  {value}")
+        print(f"{metric.ljust(width)}  {value}", flush=True)
 
 
 if __name__ == "__main__":
