@@ -29,7 +29,7 @@ from wikid.core.conflicts import conflict_of
 from wikid.core.delta import Attrs, Delta, EdgeKey, diff
 from wikid.core.drawing import is_drawing
 from wikid.core.edges import TAG_ATTRS, EdgeAttrs, LinkGraph, edge_key, link_attrs, sparse
-from wikid.core.note import Note, decode, digest
+from wikid.core.note import Note, cut_body, digest
 from wikid.core.payloads import Payloads
 from wikid.core.resolve import FileIndex, alias_key, file_key, link_keys, resolve
 from wikid.core.vault import (
@@ -166,12 +166,14 @@ class VaultGraph:
         note = self.notes[path]
         return note if note.has_payload else self.payloads.of(note)
 
-    def full(self, path: str) -> Note:
-        """The note at ``path`` with its payload and its body: the graph's own, or, for
-        a lean one (``release``), the file read again. If the file changed meanwhile,
-        its update is on its way (a watcher event, or a restart's stat): until then the
-        body is the one read now, or empty if the file cannot be read as a note."""
-        note = self.payload(path)
+    def with_body(self, path: str) -> Note:
+        """The note at ``path`` as the graph holds it, with its body: the graph's own,
+        or, for a lean note or a head (``release``), the file read again; a head stays
+        a head (the chunker and a search line need no payload). If the file changed
+        meanwhile, its update is on its way (a watcher event, or a restart's stat):
+        until then the body is the one read now, or empty if the file cannot be read
+        as a note."""
+        note = self.notes[path]
         if note.body is not None:
             return note
         body = self._same_body(note)
@@ -179,6 +181,12 @@ class VaultGraph:
             again = self._read_file(path)
             body = again.body if again is not None and again.body else ""
         return replace(note, body=body)
+
+    def full(self, path: str) -> Note:
+        """The note at ``path`` with its body and its payload (``with_body``, then
+        ``payload``'s parse-cache row for a head)."""
+        note = self.with_body(path)
+        return note if note.has_payload else self.payloads.of(note)
 
     def _same_body(self, note: Note) -> str | None:
         """The body of a plain Markdown note whose file still has the note's digest: its
@@ -189,10 +197,7 @@ class VaultGraph:
             return None
         self.reads += 1
         data = read_bytes(self.root, note.path, self.options, self.filter)
-        if data is None or digest(data) != note.digest:
-            return None
-        text, _ = decode(data)
-        return None if text is None else "\n".join(text.split("\n")[note.body_line - 1 :])
+        return None if data is None else cut_body(note, data)
 
     def release(self, digests: dict[str, str], heads: Iterable[str] = ()) -> None:
         """Keep lean copies (``Note.lean``: no body) of the notes at these paths, if they

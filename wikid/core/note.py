@@ -166,6 +166,16 @@ def parse_with(path: str, data: bytes, parse_text: TextParser) -> Note:
         return rejected_note(path, f"parser error: {type(exc).__name__}: {exc}", content_digest)
 
 
+def cut_body(note: Note, data: bytes) -> str | None:
+    """The body ``parse_note`` gave ``note``, cut again out of ``data`` with no YAML or
+    Markdown parsed (a re-chunk of a lean note), or None when ``data`` is not the
+    note's bytes any more. Not for a drawing, whose body is made, not cut."""
+    if digest(data) != note.digest:
+        return None
+    text, _ = decode(data)
+    return None if text is None else _split_frontmatter(text)[1]
+
+
 def parse_note(path: str, data: bytes, *, legacy_alias: bool = True) -> Note:
     """Parse a note; never raises."""
 

@@ -36,8 +36,7 @@ class Payloads:
         self._pinned: dict[str, Note] = {}
         self._lock = threading.Lock()
         self.size = size
-        self.fetched = 0  # from the parse cache
-        self.reads = 0  # from the files (the cache had no row of that digest)
+        self.fetched = 0  # from the parse cache (a miss reads the file: ``read_file``)
 
     def of(self, head: Note) -> Note:
         """``head`` with its payload."""
@@ -63,7 +62,6 @@ class Payloads:
             return held.lean()
         # No row of this digest: the file again. If it changed meanwhile, its update is
         # on its way (a watcher event, a restart's stat) and will derive it again.
-        self.reads += 1
         again = self._read_file(head.path)
         return again.lean() if again is not None else head
 

@@ -204,7 +204,7 @@ def line_of(vg: VaultGraph, path: str, snippet: str) -> int | None:
     m = re.search(r"\[([^\]]+)\]", snippet)
     if path not in vg.notes or m is None:
         return None
-    note = vg.full(path)  # a lean note's file is read again: call it off the event loop
+    note = vg.with_body(path)  # a lean note's file is read again: call it off the event loop
     body = note.body or ""
     at = body.casefold().find(m.group(1).casefold())
     return None if at < 0 else note.body_line + body.count("\n", 0, at)

@@ -169,7 +169,7 @@ class Mapper:
         note = self.vg.notes[path]
         cached = self._chunks.pop(path, None)  # re-inserted last: the dict is in LRU order
         if cached is None or cached[0] != note.digest:
-            cached = (note.digest, self.chunker(full or self.vg.full(path)))
+            cached = (note.digest, self.chunker(full or self.vg.with_body(path)))
         self._chunks[path] = cached
         return cached[1]
 

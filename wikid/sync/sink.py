@@ -443,7 +443,7 @@ class Sink:
     def _notes(self, ops: Ops, notes: set[str]) -> dict[str, tuple[str, str, list[str]] | None]:
         rows: dict[str, tuple[str, str, list[str]] | None] = {}
         for path in sorted(notes):
-            note = self.vg.full(path) if path in self.vg.notes else None
+            note = self.vg.with_body(path) if path in self.vg.notes else None
             if note is None:
                 self._diff(ops, "chunk", path, {}, self.ledger.chunks_of(path))
                 self._diff(ops, "doc", path, {}, self.ledger.docs_of(path))
