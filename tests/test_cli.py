@@ -128,7 +128,9 @@ def test_client_calls_print_the_same_with_or_without_click(tmp_path: Path) -> No
             ["backlinks", "Ada Lovelace"],
             ["broken"],
             ["neighbors", "Ada Lovelace", "--depth", "2", "--limit=5"],
+            ["neighbors", "Ada Lovelace"],  # the defaults: the daemon's, as click's
             ["search", "analytical engine", "-k", "3", "--tag", "person"],
+            ["search", "analytical engine"],
             ["query", "who wrote the first program?", "--budget", "800", "--explain"],
             ["cost"],
         ]

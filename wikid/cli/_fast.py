@@ -123,20 +123,13 @@ def run(argv: list[str]) -> bool:
         cfg = client_config(v.get("vault"), config_path, socket_path)
     except ConfigError:
         return False  # click's command says so, in its words
-    as_json = bool(v.get("json"))
+    as_json = bool(v.pop("json", False))
+    # The op's arguments are what was given; the daemon defaults the rest as click's
+    # options do (k 8, depth 1, limit 50, no explain, the config's mode and budget).
+    args = {k: x for k, x in v.items() if k not in COMMON.values()}
     if command == "query":
-        args = {k: v.get(k) for k in ("text", "mode", "budget")}
-        args["explain"] = bool(v.get("explain"))
-        run_query(cfg, args, bool(v.get("answer")), as_json)
-    elif command == "search":
-        found = {"text": v["text"], "k": v.get("k", 8), "folder": v.get("folder")}
-        run_op(cfg, "search", as_json, **found, tag=v.get("tag"))
-    elif command == "neighbors":
-        near = {"note": v["note"], "depth": v.get("depth", 1), "limit": v.get("limit", 50)}
-        run_op(cfg, "neighbors", as_json, **near)
-    elif command in ("links", "backlinks"):
-        run_op(cfg, command, as_json, note=v["note"])
+        run_query(cfg, args, bool(args.pop("answer", False)), as_json)
     else:
-        run_op(cfg, command, as_json)
+        run_op(cfg, command, as_json, **args)
     sys.stdout.flush()
     return True

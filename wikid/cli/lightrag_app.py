@@ -37,7 +37,7 @@ from typing import Any
 
 from wikid.client import DaemonNotRunning, RemoteError, request
 from wikid.config import VaultConfig
-from wikid.core.words import question_keywords as words_keywords
+from wikid.core.words import question_keywords
 
 # POST routes of LightRAG's server that only read (queries, listings, the login).
 READ_POSTS = frozenset(
@@ -131,7 +131,7 @@ class _Endpoint(BaseHTTPRequestHandler):
             error = {"message": NO_LLM, "type": "invalid_request_error", "code": "no_llm"}
             self._send(400, {"error": error})
             return
-        high, low = question_keywords(self.cfg, asked.group(1).strip())
+        high, low = daemon_keywords(self.cfg, asked.group(1).strip())
         content = json.dumps({"high_level_keywords": high, "low_level_keywords": low})
         usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         if body.get("stream"):
@@ -161,7 +161,7 @@ class _Endpoint(BaseHTTPRequestHandler):
         return
 
 
-def question_keywords(cfg: VaultConfig | None, question: str) -> tuple[list[str], list[str]]:
+def daemon_keywords(cfg: VaultConfig | None, question: str) -> tuple[list[str], list[str]]:
     """The daemon's keywords for a question (the names it mentions resolved to entities);
     with no daemon running, its content words alone."""
     if cfg is not None and cfg.socket is not None:
@@ -170,7 +170,7 @@ def question_keywords(cfg: VaultConfig | None, question: str) -> tuple[list[str]
             return list(reply["high"]), list(reply["low"])
         except (DaemonNotRunning, RemoteError, OSError, ValueError):
             pass
-    return words_keywords(question, [])
+    return question_keywords(question, [])
 
 
 def serve_endpoint(cfg: VaultConfig) -> tuple[str, str, int]:
