@@ -19,30 +19,13 @@ import shutil
 import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from daemontools import EXAMPLE, DaemonProc
-
-
-def _wheel_venv(tmp: Path) -> Path:
-    """A venv with wikid installed from a wheel of this checkout; its bin folder."""
-    dist, venv = tmp / "dist", tmp / "venv"
-    quiet = {"check": True, "capture_output": True}
-    repo = Path(__file__).resolve().parents[1]
-    build = ["wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(repo)]
-    subprocess.run([sys.executable, "-m", "pip", *build], **quiet)
-    (wheel,) = dist.glob("wikid-*.whl")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], **quiet)
-    py = venv / "bin" / "python"
-    subprocess.run([py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel], **quiet)
-    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    site = subprocess.run([py, "-c", code], text=True, **quiet).stdout.strip()
-    Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return venv / "bin"
+from wheeltools import wheel_venv
 
 
 def _time(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
@@ -56,7 +39,7 @@ def _time(argv: list[str], runs: int, env: dict[str, str]) -> list[float]:
 
 def main(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        bin_dir = _wheel_venv(Path(tmp))
+        bin_dir = wheel_venv(Path(tmp)) / "bin"
         py, wikid = str(bin_dir / "python"), str(bin_dir / "wikid")
         vault = Path(tmp) / "benchvault"
         shutil.copytree(EXAMPLE, vault)

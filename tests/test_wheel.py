@@ -12,49 +12,16 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 from daemontools import EXAMPLE
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _run(*argv: str | Path, env: dict[str, str] | None = None) -> str:
-    """Run as a user would: from outside the checkout and with no PYTHONPATH (either
-    would shadow the wheel)."""
-    env = {k: v for k, v in (env or os.environ).items() if k != "PYTHONPATH"}
-    proc = subprocess.run(
-        [str(a) for a in argv], capture_output=True, text=True, env=env, timeout=600, cwd="/"
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
+from wheeltools import run, wheel_venv
 
 
 def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> None:
-    dist, venv = tmp_path / "dist", tmp_path / "venv"
-    _run(
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "-q",
-        "--no-deps",
-        "--no-build-isolation",
-        "-w",
-        dist,
-        REPO,
-    )
-    (wheel,) = dist.glob("wikid-*.whl")
-    _run(sys.executable, "-m", "venv", venv)
+    venv = wheel_venv(tmp_path)
     py = venv / "bin" / "python"
-    site = Path(_run(py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
-    _run(py, "-m", "pip", "install", "-q", "--no-index", "--no-deps", wheel)
-    # Only now the dependencies: before, pip would see this environment's wikid too.
-    (site / "deps-from-test-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
 
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "WIKID_"))},
@@ -66,8 +33,8 @@ def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> No
     wikid = venv / "bin" / "wikid"
     from wikid import __version__
 
-    assert _run(wikid, "--version", env=env).strip().endswith(__version__)
-    where = _run(
+    assert run(wikid, "--version", env=env).strip().endswith(__version__)
+    where = run(
         py,
         "-c",
         "import wikid, wikid.store.tokens as t; print(wikid.__file__); print(t.tokenizer_path())",
@@ -77,24 +44,24 @@ def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> No
 
     vault = tmp_path / "vault"
     shutil.copytree(EXAMPLE, vault)
-    report = json.loads(_run(wikid, "index", "--vault", vault, "--json", env=env))
+    report = json.loads(run(wikid, "index", "--vault", vault, "--json", env=env))
     assert report["notes"] >= 5 and report["embedded"] > 0 and report["llm_calls"] == 0
 
-    out = _run(wikid, "service", "install", "--vault", vault, env=env)
+    out = run(wikid, "service", "install", "--vault", vault, env=env)
     unit = tmp_path / "config" / "systemd" / "user" / "wikid@.service"
     assert str(unit) in out
     text = unit.read_text("utf-8")
     assert f"ExecStart={wikid} run --vault %i" in text and "[Install]" in text
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed (Debian package systemd)")
-    _run("systemd-analyze", "verify", unit, env=env)
+    run("systemd-analyze", "verify", unit, env=env)
     instance = unit.with_name("wikid@notes.service")
     instance.write_text(text, encoding="utf-8")
-    score = _run("systemd-analyze", "security", "--offline=yes", instance, env=env)
+    score = run("systemd-analyze", "security", "--offline=yes", instance, env=env)
     exposure = float(re.search(r"Overall exposure level for \S+: ([0-9.]+)", score).group(1))  # type: ignore[union-attr]
     assert exposure <= 4.0, score
     instance.unlink()
-    _run(wikid, "service", "uninstall", env=env)
+    run(wikid, "service", "uninstall", env=env)
     assert not unit.exists()
 
 
