@@ -9,6 +9,8 @@ real model, and one table row per metric:
 - fully embedded: to ``ready`` (the first sync done);
 - peak RSS (sampled every 50 ms through the cold start) and steady RSS (idle after),
   the heap (anon) apart from mapped files; and a restarted daemon's after its queries;
+  beside them, the size of the vectors' int8 rows, which the daemon reads from a file
+  per query (the page cache holds them, not its RSS);
 - edit -> visible over the socket: a note gains a link, until ``links`` shows it; and
   the same for an edit every 20 s during the cold sync (it must not wait for the sync);
 - LLM-free ``query`` p50 over the socket, in the daemon that built the store and in one
@@ -194,6 +196,8 @@ def one(
     assert d.proc is not None
     restarted = resident(d.proc.pid)
     d.stop()
+    # Read per query, held by the page cache and never the daemon's RSS: said beside it.
+    rows_file = sum(f.stat().st_size for f in d.workdir.rglob("wikid-vectors-*.i8"))
     unchanged = start_and_watch(d, cold_cache=cold_cache)
     d.stop()
     restarts = max(after_edits["worst_status_ms"], unchanged["worst_status_ms"])
@@ -206,6 +210,7 @@ def one(
         ("fully embedded", f"{cold['ready']:.1f} s"),
         ("peak / steady RSS", f"{cold['peak_rss'] / mib:.0f} MiB / {steady}"),
         ("RSS, restarted, after its queries", restarted),
+        ("the vectors' int8 rows (a file: page cache)", f"{rows_file / mib:.0f} MiB"),
         (
             "worst status reply, cold start / restarts",
             f"{cold['worst_status_ms']:.0f} / {restarts:.0f} ms",

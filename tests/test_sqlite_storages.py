@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import inspect
 import itertools
+import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,10 +38,11 @@ from lightrag.kg.networkx_impl import NetworkXStorage
 from lightrag.kg.shared_storage import initialize_share_data
 from lightrag.utils import EmbeddingFunc
 
+from wikid.store._int8_rows import HeapRows
 from wikid.store._sqlite import Database
-from wikid.store._vector_index import VectorIndex
+from wikid.store._vector_index import VectorIndex, normalized, quantized
 from wikid.store.embed import default_embedder
-from wikid.store.sqlite_backend import DB_FILE
+from wikid.store.sqlite_backend import DB_FILE, READ_ONLY_ENV
 from wikid.store.sqlite_graph import SQLiteGraphStorage
 from wikid.store.sqlite_kv import SQLiteDocStatusStorage, SQLiteKVStorage
 from wikid.store.sqlite_vector import SQLiteVectorStorage
@@ -473,14 +475,31 @@ def test_a_failed_batch_rolls_back_every_storage_and_the_vector_cache(tmp_path: 
     assert [k for _, k in _rows(tmp_path / "rb" / DB_FILE)] == ["kept"]
 
 
+@pytest.mark.parametrize("in_file", [False, True], ids=["heap", "file"])
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 300), max_size=6)), max_size=30))
-def test_vector_index_tracks_puts_and_drops(steps: list[tuple[bool, list[int]]]) -> None:
-    """The in-memory index (grow by a quarter, fill holes from the end, ids found by
-    binary search) holds exactly the vectors a plain dict would, and ranks an exact
-    match first. Ids of different lengths (k7, k123) widen the ids' array."""
+def test_vector_index_tracks_puts_and_drops(
+    in_file: bool, steps: list[tuple[bool, list[int]]]
+) -> None:
+    """The index (grow by a quarter, fill holes from the end, ids found by binary
+    search) holds exactly the vectors a plain dict would, and ranks an exact match
+    first, with its rows in the heap or in a file (which then holds exactly the rows
+    in use). Ids of different lengths (k7, k123) widen the ids' array."""
     rng = np.random.default_rng(0)
-    index, model = VectorIndex(8), {}
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = Path(tmp) / "rows.i8" if in_file else None
+        index, model = VectorIndex(8, rows), {}
+        _puts_and_drops(index, model, steps, rng)
+        if rows is not None:
+            assert rows.stat().st_size == 8 * len(model)
+
+
+def _puts_and_drops(
+    index: VectorIndex,
+    model: dict[str, np.ndarray],
+    steps: list[tuple[bool, list[int]]],
+    rng: np.random.Generator,
+) -> None:
     for is_put, keys in steps:
         ids = [f"k{k}" for k in dict.fromkeys(keys)]
         if is_put:
@@ -497,12 +516,15 @@ def test_vector_index_tracks_puts_and_drops(steps: list[tuple[bool, list[int]]])
         assert "absent" not in index and index.row("absent") is None
         assert "é" not in index and "k1\x00" not in index  # never storable: absent
         index.drop(["é"])
+    held = index._mat.read(np.arange(len(index)))
+    wanted = [model[k] for k in index.ids]
+    assert (held == quantized(normalized(np.array(wanted).reshape(-1, 8)))[0]).all()
     for k, v in model.items():
         assert index.candidates(v, 1) == [k]
 
 
 def test_the_vector_matrix_file_is_read_back_only_while_it_matches_the_rows(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A restart reads the saved int8 matrix instead of decoding every float32 row, but
     only the file the last close wrote: a write after it (a crash before the next
@@ -531,12 +553,21 @@ def test_the_vector_matrix_file_is_read_back_only_while_it_matches_the_rows(
         await vdb.upsert(rows)
         expected = await vdb.query("note about c", top_k=4)
         await vdb.finalize()
-        assert (tmp_path / "mx" / "wikid-vectors-chunks.npz").is_file()
+        stamp, held = (tmp_path / "mx" / f"wikid-vectors-chunks{s}" for s in (".npz", ".i8"))
+        assert stamp.is_file() and held.stat().st_size == len(rows) * vdb._dim
+
+        with monkeypatch.context() as env:  # a reader beside the daemon: its own copy
+            env.setenv(READ_ONLY_ENV, "1")
+            reader = await opened()
+            assert reader._saved is not None and isinstance(reader._index._mat, HeapRows)
+            assert await reader.query("note about c", top_k=4) == expected
+            await reader.finalize()
 
         vdb = await opened()  # from the file, and the same answers as from the rows
         assert vdb._saved is not None and sorted(vdb._index.ids) == sorted(rows)
         assert await vdb.query("note about c", top_k=4) == expected
         await vdb.upsert({"c9": {"content": "a late note about z"}})
+        assert not stamp.exists()  # the stamp went before the rows changed
         assert vdb._db is not None
         vdb._db.release()  # a crash: no close, so the file still holds the old matrix
         vdb._db = None

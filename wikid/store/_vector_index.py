@@ -9,14 +9,17 @@ stores, so the answers are those of an exact search. int8 rather than float16
 (half the memory again, and, measured, 3-4x faster to score: numpy widens int8 to
 float32 with SIMD, float16 one value at a time; 40k x 384 scored in ~12 ms vs ~44).
 
-The index can be saved to a file and read back (``save``, ``read``) with a stamp the
-caller chooses: a restart then reads 45 MB at 13k notes instead of decoding 340 MB
-of float32 rows (2-3 s, and far more from a cold disk). The file is a cache, never
-the truth: a stamp that does not match the rows means it is ignored.
+The rows live in a file the index alone writes (``_int8_rows.FileRows``: read per
+query, held by the kernel's page cache, not by this process), or in the heap for a
+process that only reads the store. A file-backed index can be stamped (``save``) and
+opened again (``read``) with a stamp the caller chooses: a restart then opens the rows
+instead of decoding every float32 row (2-3 s at 13k notes, far more from a cold disk).
+The stamp is a cache's, never the truth: one that does not match the rows means the
+file is ignored; and the stamp file is removed before the first change to the rows
+after it, so a crash can never leave a stamp beside rows it does not describe.
 
-Rows live in one preallocated matrix that grows by a quarter; a deleted row is
-filled by the last one. So adding or removing a vector costs O(1), not a copy
-of the matrix.
+A deleted row is filled by the last one, so adding or removing a vector costs O(1),
+not a copy of the matrix.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import threading
 from pathlib import Path
 
 import numpy as np
+
+from wikid.store._int8_rows import FileRows, HeapRows
 
 
 def normalized(m: np.ndarray) -> np.ndarray:
@@ -62,15 +67,20 @@ class VectorIndex:
     array, found by binary search through ``_order`` (the rows sorted by id). Why not
     a list of ids and a dict of their rows: at 13k notes those were 23 MB of Python
     objects for 143k ids; these arrays are ~7 MB, and a batch's puts or drops cost one
-    pass over them (~1 ms)."""
+    pass over them (~1 ms).
 
-    def __init__(self, dim: int) -> None:
+    ``rows``: the file to hold the rows in (made new, empty); None: the heap."""
+
+    def __init__(self, dim: int, rows: Path | None = None) -> None:
         self.dim = dim
         self._n = 0
         self._keys = np.zeros(0, "S1")  # row -> id
         self._order = np.zeros(0, np.int32)  # the rows, sorted by id
-        self._mat = np.zeros((0, dim), np.int8)
         self._scale = np.zeros(0, np.float32)
+        self._mat: HeapRows | FileRows = (
+            HeapRows(dim) if rows is None else FileRows(rows, dim, fresh=True)
+        )
+        self._stamped: Path | None = None  # the stamp file that describes the rows
 
     def __len__(self) -> int:
         return self._n
@@ -102,28 +112,34 @@ class VectorIndex:
     def _reserve(self, n: int, width: int) -> None:
         if width > self._keys.dtype.itemsize:
             self._keys = self._keys.astype(f"S{width}")
-        if n > len(self._mat):
-            size = max(n, len(self._mat) * 5 // 4, 1024)  # amortised O(1), <= 25% spare
-            grown = np.zeros((size, self.dim), np.int8)
-            grown[: self._n] = self._mat[: self._n]
+        self._mat.reserve(n, self._n)
+        if n > len(self._keys):
+            size = max(n, len(self._keys) * 5 // 4, 1024)  # amortised O(1), <= 25% spare
             scale = np.zeros(size, np.float32)
             scale[: self._n] = self._scale[: self._n]
             keys = np.zeros(size, self._keys.dtype)
             keys[: self._n] = self._keys[: self._n]
-            self._mat, self._scale, self._keys = grown, scale, keys
+            self._scale, self._keys = scale, keys
+
+    def _changing(self) -> None:
+        """Before the rows change: the stamp that described them goes first."""
+        if self._stamped is not None:
+            self._stamped.unlink(missing_ok=True)
+            self._stamped = None
 
     def put(self, ids: list[str], vectors: np.ndarray) -> None:
         """Add or replace vectors (any scale: they are normalised here); of an id given
         twice, the last vector counts."""
         if not ids:
             return
+        self._changing()
         last = {k: i for i, k in enumerate(ids)}  # an id given twice: its last vector
         pick = np.fromiter(last.values(), np.int64, len(last))
         keys = _keys(list(last))
         rows, scales = quantized(normalized(np.asarray(vectors, np.float32)[pick]))
         found = self._rows(keys)
         old = found >= 0
-        self._mat[found[old]] = rows[old]
+        self._mat.write(found[old], rows[old])
         self._scale[found[old]] = scales[old]
         new = np.flatnonzero(~old)
         if not len(new):
@@ -132,7 +148,7 @@ class VectorIndex:
         n, m = self._n, len(new)
         self._reserve(n + m, keys.dtype.itemsize)
         self._keys[n : n + m] = keys[new]
-        self._mat[n : n + m] = rows[new]
+        self._mat.write(np.arange(n, n + m), rows[new])
         self._scale[n : n + m] = scales[new]
         at = np.searchsorted(self._keys[:n], keys[new], sorter=self._order) if n else 0
         self._order = np.insert(self._order, at, np.arange(n, n + m, dtype=np.int32))
@@ -145,13 +161,15 @@ class VectorIndex:
         found = found[found >= 0]
         if not len(found):
             return
+        self._changing()
         n = self._n
         m = n - len(found)
         dropped = np.zeros(n, bool)
         dropped[found] = True
         holes = np.flatnonzero(dropped[:m])
         movers = m + np.flatnonzero(~dropped[m:])  # as many as holes
-        self._mat[holes] = self._mat[movers]
+        self._mat.write(holes, self._mat.read(movers))
+        self._mat.shrink(m)
         self._scale[holes] = self._scale[movers]
         self._keys[holes] = self._keys[movers]
         self._keys[m:n] = b""
@@ -174,56 +192,68 @@ class VectorIndex:
         scores = np.empty(n, np.float32)
         for i in range(0, n, BLOCK):
             j = min(i + BLOCK, n)
-            np.copyto(buf[: j - i], self._mat[i:j], casting="unsafe")
+            np.copyto(buf[: j - i], self._mat.block(i, j), casting="unsafe")
             np.matmul(buf[: j - i], q, out=scores[i:j])
         scores *= self._scale[:n]
         top = np.argpartition(-scores, k - 1)[:k] if n > k else np.arange(n)
         return [key.decode() for key in self._keys[top].tolist()]
 
-    def save(self, path: Path, stamp: tuple[int, ...]) -> None:
-        """Write this index to ``path`` (atomically: a reader sees the old or the new;
-        ids are LightRAG's hashes, so one never holds the newline that separates them)."""
+    def save(self, stamp_file: Path, stamp: tuple[int, ...]) -> None:
+        """Stamp the file-backed rows: write ``stamp`` and the ids and scales beside them
+        to ``stamp_file`` (atomically, once the rows are durable; ids are LightRAG's
+        hashes, so one never holds the newline that separates them)."""
+        if not isinstance(self._mat, FileRows):
+            raise TypeError("only an index whose rows are in a file can be stamped")
         n = self._n
-        keys = self._keys[:n].tolist()
-        text = b"\n".join(keys)
+        text = b"\n".join(self._keys[:n].tolist())
         if text.count(b"\n") != max(n - 1, 0):  # an id with a newline: not one file can hold
             return
-        names = np.frombuffer(text, np.uint8)
-        tmp = path.with_name(path.name + ".tmp")
+        self._mat.sync()
+        tmp = stamp_file.with_name(stamp_file.name + ".tmp")
         with open(tmp, "wb") as fh:
             np.savez(
                 fh,
                 stamp=np.asarray(stamp, np.int64),
-                mat=self._mat[:n],
                 scale=self._scale[:n],
-                ids=names,
+                ids=np.frombuffer(text, np.uint8),
             )
-        os.replace(tmp, path)
+        os.replace(tmp, stamp_file)
+        self._stamped = stamp_file
 
     @classmethod
-    def read(cls, path: Path, dim: int, stamp: tuple[int, ...]) -> VectorIndex | None:
-        """The index saved at ``path`` under ``stamp``; None if absent, unreadable,
-        of another dimension or another stamp."""
+    def read(
+        cls, stamp_file: Path, rows: Path, dim: int, stamp: tuple[int, ...], *, writer: bool
+    ) -> VectorIndex | None:
+        """The index stamped with ``stamp`` at ``stamp_file``, its rows in ``rows``; None
+        if either is absent, unreadable, of another dimension or another stamp.
+        ``writer``: the index goes on in ``rows``; else it is read into the heap, and
+        only if the stamp still stands once it is read (else the writer changed the rows
+        meanwhile)."""
         try:
-            with np.load(path) as f:
+            before = stamp_file.stat()
+            with np.load(stamp_file) as f:
                 if f["stamp"].tolist() != list(stamp):
                     return None
-                mat, scale = f["mat"], f["scale"]
+                scale = f["scale"].astype(np.float32)
                 text = f["ids"].tobytes()
-        except (OSError, ValueError, KeyError):
-            return None
-        names = text.split(b"\n") if text else []
-        if mat.ndim != 2 or mat.shape != (len(names), dim) or scale.shape != (len(names),):
-            return None
-        try:
+            names = text.split(b"\n") if text else []
+            n = len(names)
+            if scale.shape != (n,) or rows.stat().st_size != n * dim:
+                return None
             keys = _keys([k.decode() for k in names])
-        except (UnicodeDecodeError, ValueError):
+            if writer:
+                mat: HeapRows | FileRows = FileRows(rows, dim, fresh=False)
+            else:
+                mat = HeapRows(dim, np.fromfile(rows, np.int8, n * dim).reshape(n, dim))
+                after = stamp_file.stat()
+                if (after.st_ino, after.st_mtime_ns) != (before.st_ino, before.st_mtime_ns):
+                    return None
+        except (OSError, ValueError, KeyError, UnicodeDecodeError):
             return None
         index = cls(dim)
-        index._n = len(names)
-        index._keys = keys
+        index._n, index._keys, index._scale, index._mat = n, keys, scale, mat
         index._order = np.argsort(keys, kind="stable").astype(np.int32)
-        index._mat, index._scale = mat.astype(np.int8, copy=False), scale.astype(np.float32)
+        index._stamped = stamp_file if writer else None
         return index
 
 

@@ -11,11 +11,14 @@ The SQL (and the matrix work) runs in a worker thread, so the event loop answers
 while a big batch writes or a query scores; loading the matrix when the store
 opens (a second at 13k notes) does too.
 
-Restarts read the matrix from a file beside the store (``wikid-vectors-<ns>.npz``),
-written when the storage closes and stamped with the namespace's write generation
-(``lr_vector_gen``, bumped in every write's own transaction) and row count; a
-stamp that does not match the rows means the file is ignored and the rows are
-read. So the rows stay the truth, and the file can be deleted at any time.
+The int8 rows live in a file beside the store (``wikid-vectors-<ns>.i8``, read per
+query: the page cache holds it, not this process's heap); a process that only reads
+the store keeps its own copy in the heap. A restart opens that file again, instead of
+decoding every float32 row, when ``wikid-vectors-<ns>.npz`` stamps it: written when
+the storage closes, with the namespace's write generation (``lr_vector_gen``, bumped
+in every write's own transaction) and row count, and removed before the rows next
+change. A stamp that does not match the rows means the file is built again from the
+rows. So the rows stay the truth, and both files can be deleted at any time.
 
 Vectors are embedded on ``upsert`` (not deferred to the flush as NanoVectorDB
 does), so a row is never written without its vector.
@@ -87,9 +90,9 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
 
     # -- the in-memory index ---------------------------------------------------------------
 
-    @property
-    def _file(self) -> Path:
-        return self.db.path.parent / f"wikid-vectors-{self.namespace}.npz"
+    def _file(self, suffix: str) -> Path:
+        """``.npz``: the stamp; ``.i8``: the rows."""
+        return self.db.path.parent / f"wikid-vectors-{self.namespace}{suffix}"
 
     def _stamp(self, conn: Connection) -> tuple[int, int]:
         """(write generation, rows) of this namespace: what the saved matrix must match."""
@@ -116,10 +119,14 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
     def _load(self) -> None:
         with self.db.snapshot() as conn:
             stamp = self._stamp(conn)
-            index = VectorIndex.read(self._file, self._dim, stamp)
+            writer = not self.db.read_only
+            stamp_file, held = self._file(".npz"), self._file(".i8")
+            index = VectorIndex.read(stamp_file, held, self._dim, stamp, writer=writer)
             self._saved = stamp if index is not None else None
             if index is None:
-                index = VectorIndex(self._dim)
+                if writer:
+                    stamp_file.unlink(missing_ok=True)  # it describes no rows from here on
+                index = VectorIndex(self._dim, held if writer else None)
                 cur = conn.execute("SELECT id, vec FROM lr_vectors WHERE ns=?", (self.namespace,))
                 while rows := cur.fetchmany(4096):
                     blob = b"".join(r[1] for r in rows)  # one buffer, not a view per row
@@ -129,12 +136,12 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         self._epoch = self.db.epoch()
 
     def _save(self) -> None:
-        """Write the matrix for the next start, unless the file already holds it."""
+        """Stamp the rows' file for the next start, unless the stamp already stands."""
         self._fresh()
         with self.db.snapshot() as conn:
             stamp = self._stamp(conn)
         if stamp != self._saved and stamp[1] == len(self._index):
-            self._index.save(self._file, stamp)
+            self._index.save(self._file(".npz"), stamp)
             self._saved = stamp
 
     def _fresh(self) -> None:
