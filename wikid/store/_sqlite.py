@@ -35,6 +35,11 @@ IN_BATCH = 400  # ids per "IN (...)" list, under SQLite's bound-variable limit
 _open: dict[str, Database] = {}
 
 
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern (with ``ESCAPE '\\'``) for the texts that start with ``prefix``."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 def in_batches(ids: list[str]) -> Iterator[list[str]]:
     """``ids`` (duplicates dropped) in slices small enough for one ``IN (...)`` list."""
     unique = list(dict.fromkeys(ids))

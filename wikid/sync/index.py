@@ -14,7 +14,7 @@ import asyncio
 import functools
 import pickle
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from wikid.store.retrieve import retrieve
 from wikid.sync import restart
 from wikid.sync.extract import ExtractionCache, Extractor, Job
 from wikid.sync.implicit import ImplicitIndex
+from wikid.sync.props import Where
 from wikid.sync.search import Hit, exact_names
 from wikid.sync.sink import BatchReport, Sink
 from wikid.sync.slices import Live
@@ -315,9 +316,19 @@ class Index:
         return report
 
     def search(
-        self, text: str, k: int, folder: str | None, tag: str | None, rare_only: bool = False
+        self,
+        text: str,
+        k: int,
+        folder: str | None,
+        tag: str | None,
+        rare_only: bool = False,
+        among: Collection[str] | None = None,
     ) -> list[Hit]:
-        return self.sink.search.search(text, k, folder, tag, rare_only)
+        return self.sink.search.search(text, k, folder, tag, rare_only, among)
+
+    def passing(self, filters: list[Where]) -> set[str]:
+        """The notes that pass every property filter (``props``)."""
+        return self.sink.search.passing(filters, self.vg)
 
     def names_in(self, question: str) -> list[tuple[str, str]]:
         """(name, note path) of each title, alias or tag that the question mentions: from

@@ -46,8 +46,10 @@ from wikid.sync.records import Namer, Spans
 # spans too; 4: a chunk's size is the sum of its pieces' counts, which moves a few
 # chunk boundaries under the approximate counter; 5: chunks are sized and their
 # ``tokens`` counted with MiniLM's WordPiece, for every embedder, not cl100k; 6: a
-# ``Note`` may be a head, its payload in this cache), so a restart reconciles every key.
-FORMAT = 6
+# ``Note`` may be a head, its payload in this cache; 7: the search index's ``props``
+# rows, which only a full reconcile writes for every note), so a restart reconciles
+# every key.
+FORMAT = 7
 # The saved graph's layout, apart from the parse cache's format: a graph saved in an
 # older layout is not loaded (the restart rebuilds it from the cache, 2 s at 13k notes)
 # and the cache stays valid. 2: groups of paths as tuples (``core._groups``), edges

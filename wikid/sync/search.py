@@ -18,14 +18,17 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from wikid.core.graph import TAG, VaultGraph
 from wikid.core.note import Note
-from wikid.core.resolve import alias_key, fold
+from wikid.core.resolve import alias_key, fold, resolve
 from wikid.core.words import STOP
-from wikid.store._sqlite import Database
+from wikid.store._sqlite import Database, like_prefix
+from wikid.sync import props
 
 SCHEMA = """
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_notes USING fts5(
@@ -83,9 +86,15 @@ def _stems(word: str) -> list[str]:
 
 
 class SearchIndex:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        db.conn.executescript(SCHEMA)
+    """``root``: the vault, whose files' mtimes are the notes' ``modified`` when their
+    frontmatter gives none (``props``)."""
+
+    def __init__(self, db: Database, root: Path | None = None) -> None:
+        self.db, self.root = db, root
+        had_props = db.conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='props'"
+        ).fetchone()
+        db.conn.executescript(SCHEMA + props.SCHEMA)
         c = db.conn
         try:  # per connection (temp): an index lookup of how many rows hold a term
             for table in ("fts_notes", "fts_names"):
@@ -96,13 +105,12 @@ class SearchIndex:
             self._counted = True
         except sqlite3.Error:  # no fts5vocab in this SQLite: every word is matched
             self._counted = False
-        if (
-            c.execute("SELECT 1 FROM fts_notes LIMIT 1").fetchone()
-            and not c.execute("SELECT 1 FROM fts_ids LIMIT 1").fetchone()
-        ):  # rows from before fts_ids existed: start over (the next sync refills)
+        if c.execute("SELECT 1 FROM fts_notes LIMIT 1").fetchone() and (
+            not had_props or not c.execute("SELECT 1 FROM fts_ids LIMIT 1").fetchone()
+        ):  # rows from before fts_ids or props existed: start over (the next sync refills)
             with db.transaction() as conn:
-                conn.execute("DELETE FROM fts_notes")
-                conn.execute("DELETE FROM fts_names")
+                for table in ("fts_notes", "fts_names", "fts_ids"):
+                    conn.execute(f"DELETE FROM {table}")
 
     def update(self, notes: dict[str, Note | None]) -> None:
         """Rewrite the rows of these notes (None: the note is gone). Joins the caller's
@@ -117,6 +125,7 @@ class SearchIndex:
                         "DELETE FROM fts_names WHERE rowid BETWEEN ? AND ?",
                         (nid * NAMES, nid * NAMES + NAMES - 1),
                     )
+                props.write(conn, path, note, None if note is None else self._mtime(note))
                 if note is None:
                     conn.execute("DELETE FROM fts_ids WHERE path=?", (path,))
                     continue
@@ -148,6 +157,34 @@ class SearchIndex:
                     "INSERT INTO fts_names (rowid, name, path, kind) VALUES (?, ?, ?, ?)",
                     ((nid * NAMES + j, n, path, k) for j, (n, k) in enumerate(names[:NAMES])),
                 )
+
+    def _mtime(self, note: Note) -> float | None:
+        """The file's mtime now (a touch with the same text moves it: ``restat``)."""
+        try:
+            return (self.root / note.path).stat().st_mtime_ns / 1e9 if self.root else None
+        except OSError:
+            return None
+
+    def restat(self, notes: dict[str, Note]) -> None:
+        """The property rows of notes read again unchanged but touched: their dates
+        default to the file's mtime, which moved."""
+        with self.db.transaction() as conn:
+            for path, note in notes.items():
+                props.write(conn, path, note, self._mtime(note))
+
+    def passing(self, filters: list[props.Where], vg: VaultGraph) -> set[str]:
+        """The notes that pass every filter (``props.matching``); a link filter's value
+        matches the note it resolves to by that note's path, title and aliases."""
+
+        def names(w: props.Where) -> list[str]:
+            r = resolve(vg.index, w.value, "")
+            path = r.path or r.alias_of
+            if path is None or path not in vg.notes:
+                return []
+            note = vg.notes[path]
+            return [path, path.rsplit("/", 1)[-1], note.title, *note.aliases]
+
+        return props.matching(self.db.conn, filters, names)
 
     def optimize(self) -> None:
         """Merge the FTS indexes into one segment each, after a bulk write: else later
@@ -183,10 +220,11 @@ class SearchIndex:
         folder: str | None = None,
         tag: str | None = None,
         rare_only: bool = False,
+        among: Collection[str] | None = None,
     ) -> list[Hit]:
         """BM25's top ``k`` notes. ``rare_only`` (a query's retriever, not a person's
         search): words in over half the notes are left out, and with nothing left, so
-        is the search."""
+        is the search. ``among``: only these notes (what filters let through)."""
         words = _words(text)
         if rare_only:
             (notes,) = self.db.conn.execute("SELECT count(*) FROM fts_ids").fetchone()
@@ -202,7 +240,10 @@ class SearchIndex:
         args: list[Any] = [expr]
         if folder:
             sql += " AND (path LIKE ? ESCAPE '\\')"
-            args.append(_like_prefix(folder.strip("/") + "/"))
+            args.append(like_prefix(folder.strip("/") + "/"))
+        if among is not None:
+            sql += " AND path IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(sorted(among)))
         sql += " ORDER BY bm25(fts_notes, " + WEIGHTS + ") LIMIT ?"
         args.append(k * 4 if tag else k)
         hits = [
@@ -248,10 +289,6 @@ class SearchIndex:
                 out.append((name, path))
         out.sort(key=lambda np_: -len(_TOKEN.findall(np_[0])))  # longer names first
         return out[:limit], common
-
-
-def _like_prefix(prefix: str) -> str:
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def exact_names(vg: VaultGraph, question: str, common: set[str]) -> list[tuple[str, str]]:

@@ -97,7 +97,7 @@ class Sink:
         # silently truncated by the model; their ``tokens`` are the store's field.
         count = store.count_tokens
         self.mapper = Mapper(vg, chunker or (lambda note: chunk_note(note, count)))
-        self.search = SearchIndex(store.ledger.database)
+        self.search = SearchIndex(store.ledger.database, vg.root)
         vg.payloads.source = functools.partial(restart.cached_note, store.ledger)
         self.implicit = implicit or ImplicitIndex(None)
         self._forced: dict[str, set[str]] = {}
@@ -233,10 +233,16 @@ class Sink:
 
     async def restamp(self, paths: set[str]) -> None:
         """Parse-cache rows for notes read again unchanged (``VaultGraph.take_restat``):
-        their new stat, so the next restart trusts them without reading them."""
+        their new stat, so the next restart trusts them without reading them; and their
+        property rows, whose dates may be the file's mtime."""
         if paths:
             rows = await asyncio.to_thread(restart.file_rows, self.vg, paths, self.mapper.spans)
             await asyncio.to_thread(self.ledger.put_files, rows)
+            await asyncio.to_thread(
+                lambda: self.search.restat(
+                    {p: self.vg.payload(p) for p in self.vg.notes.keys() & paths}
+                )
+            )
 
     async def apply_extracted(self, hashes: set[str]) -> BatchReport:
         """New extractions in the cache: write the implicit records they bring."""
