@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from wikid.sync.index import Index
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -47,3 +51,31 @@ def pg_server() -> Iterator[Any]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def typed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Index, asyncio.AbstractEventLoop]]:
+    """The typed vault (tests/typedvault.py), indexed once for the session."""
+    import typedvault
+    from storetools import unique_workspace
+
+    from wikid.sync.index import Index
+
+    tmp = tmp_path_factory.mktemp("typed")
+    typedvault.generate(tmp / "vault")
+    loop = asyncio.new_event_loop()
+    idx = loop.run_until_complete(
+        Index.open(tmp / "vault", tmp / "wd", workspace=unique_workspace())
+    )
+    loop.run_until_complete(idx.sync())
+    try:
+        yield idx, loop
+    finally:
+        loop.run_until_complete(idx.close())
+        pending = asyncio.all_tasks(loop)  # LightRAG's idle workers: end them quietly
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.close()

@@ -131,6 +131,8 @@ def test_client_calls_print_the_same_with_or_without_click(tmp_path: Path) -> No
             ["neighbors", "Ada Lovelace"],  # the defaults: the daemon's, as click's
             ["search", "analytical engine", "-k", "3", "--tag", "person"],
             ["search", "analytical engine"],
+            ["search", "engine", "--where", "tags=person", "--where=folder=People"],
+            ["query", "who wrote the first program?", "--where", "folder!=Templates"],
             ["query", "who wrote the first program?", "--budget", "800", "--explain"],
             ["cost"],
         ]
@@ -147,6 +149,7 @@ def test_client_calls_print_the_same_with_or_without_click(tmp_path: Path) -> No
             ["links"],
             ["links", "a", "b"],
             ["status", "--jsn"],
+            ["search", "x", "--where", "type~book"],  # the daemon's one line: bad_request
             ["status", "--vault", str(vault), "--config", str(tmp_path / "nowhere.toml")],
         ):
             fast, slow = _both([*mistake, "--socket", str(d.socket)], d.env)
@@ -156,6 +159,9 @@ def test_client_calls_print_the_same_with_or_without_click(tmp_path: Path) -> No
                 slow.stderr,
             ), mistake
             assert "Traceback" not in fast.stderr, mistake
+            assert fast.returncode != 0 or "--help" in mistake, mistake
+        refused = _both(["search", "x", "--where", "type~book", *where], d.env)[0]
+        assert refused.stderr.count("\n") == 1 and "bad filter" in refused.stderr
         stopped = _both(["stop", *where], d.env)[0]
         assert stopped.stdout == "stopping\n"
         d.proc.wait(60)  # type: ignore[union-attr]

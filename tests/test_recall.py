@@ -7,38 +7,12 @@ the relation itself is evidence, at the line that states it, and --explain says 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import recall
-import typedvault
-from storetools import unique_workspace
 
 from wikid.ask.query import evidence
 from wikid.sync.index import Index
-
-
-@pytest.fixture(scope="module")
-def typed(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Index, asyncio.AbstractEventLoop]]:
-    tmp = tmp_path_factory.mktemp("typed")
-    typedvault.generate(tmp / "vault")
-    loop = asyncio.new_event_loop()
-    idx = loop.run_until_complete(
-        Index.open(tmp / "vault", tmp / "wd", workspace=unique_workspace())
-    )
-    loop.run_until_complete(idx.sync())
-    try:
-        yield idx, loop
-    finally:
-        loop.run_until_complete(idx.close())
-        pending = asyncio.all_tasks(loop)  # LightRAG's idle workers: end them quietly
-        for task in pending:
-            task.cancel()
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-        loop.close()
 
 
 def test_recall_per_kind_beats_bm25(typed: tuple[Index, asyncio.AbstractEventLoop]) -> None:

@@ -179,9 +179,11 @@ def _pool(
     names: list[tuple[str, str]],
     vector_items: list[Item],
     hits: list[Hit],
+    among: frozenset[str] | None = None,
 ) -> tuple[list[Item], dict[str, Ranked], dict[str, str]]:
     """Every candidate item, each with the prior of its best-ranked note, the fused
-    ranking of notes, and the seeds the question names; ``hits``: full-text search's."""
+    ranking of notes, and the seeds the question names; ``hits``: full-text search's.
+    ``among``: only items of these notes (what the query's filters let through)."""
     vg = index.graph
     seeded, reached = reach(vg, question, names, _meaning(index), GRAPH_POOL)
     ranking = fuse(
@@ -192,13 +194,14 @@ def _pool(
             "vector": vector_order(vector_items),
         }
     )
-    top = sorted(ranking.values(), key=lambda r: r.rank)
+    top = [r for r in sorted(ranking.values(), key=lambda r: r.rank) if _kept(r.path, among)]
     asked = terms(question)
     # The graph's best finds are candidates by their own rank too: a note two hops away
     # that only the walk found would otherwise sink below notes every list half-knows.
     walked: dict[str, int] = {}
     for i, r in enumerate(reached[:WALK_CARDS]):
-        walked.setdefault(home(vg, r), i)
+        if _kept(home(vg, r), among):
+            walked.setdefault(home(vg, r), i)
     carded_paths = dict.fromkeys([r.path for r in top[:CARD_POOL]] + list(walked))
     cards = [card(vg, p, ranking[p].rank) for p in carded_paths if p in vg.notes]
     for c in cards:
@@ -210,9 +213,11 @@ def _pool(
     seen: set[tuple[str, str]] = set()
     stored = {id(it) for it in vector_items}
     for item in [*path_items(vg, reached), *cards, *vector_items, *filter(None, chunks)]:
-        if (item.kind, item.key) in seen or (
-            id(item) in stored and item.kind == "entity" and item.key in carded
-        ):  # a card says what the note's entity record says, and more
+        if (
+            (item.kind, item.key) in seen
+            or (id(item) in stored and item.kind == "entity" and item.key in carded)
+            or (among is not None and item.path not in among)
+        ):  # a card says what the note's entity record says, and more; filtered out
             continue
         seen.add((item.kind, item.key))
         notes = [item.extra["ranked_as"]] if "ranked_as" in item.extra else item.extra["paths"]
@@ -224,6 +229,10 @@ def _pool(
     return pool, ranking, seeded
 
 
+def _kept(path: str, among: frozenset[str] | None) -> bool:
+    return among is None or path in among
+
+
 async def evidence(
     index: Index,
     question: str,
@@ -231,15 +240,17 @@ async def evidence(
     budget: int = 3000,
     explain: bool = False,
     vectors: bool = True,
+    among: frozenset[str] | None = None,
 ) -> dict[str, Any]:
     """The evidence for a question: at most ``budget`` tokens, 0 LLM calls. Without
-    ``vectors`` (the store is still embedding) only the graph and BM25 are asked."""
+    ``vectors`` (the store is still embedding) only the graph and BM25 are asked.
+    ``among``: evidence from these notes only (what property filters let through)."""
     # The full-text queries in worker threads (tens of ms at 13k notes, off the loop);
     # BM25's runs while the store retrieves, which waits on the model and numpy. (On
     # connections of their own they would not take turns with LightRAG's reads, but
     # read-only connections beside the writer met SQLITE_BUSY waits of up to 10 s.)
     searching = asyncio.ensure_future(
-        asyncio.to_thread(index.search, question, BM25_POOL, None, None, True)
+        asyncio.to_thread(index.search, question, BM25_POOL, None, None, True, among)
     )
     calls = index.llm_calls
     vector_items: list[Item] = []
@@ -254,7 +265,9 @@ async def evidence(
     # The walk, the pick and the rendering: CPU work over the graph (~100 ms at 13k
     # notes) and model calls for the question's words, in a worker thread so that the
     # loop keeps answering; the graph does not change meanwhile (``graph_still``).
-    asked = Asked(question, mode, budget, explain, vectors, {"high": high, "low": low}, calls)
+    asked = Asked(
+        question, mode, budget, explain, vectors, {"high": high, "low": low}, calls, among
+    )
     async with index.graph_still:
         return await asyncio.to_thread(_assemble, index, asked, hits, vector_items, names)
 
@@ -270,6 +283,7 @@ class Asked:
     vectors: bool  # False: the store is still embedding, only the graph and BM25 asked
     keywords: dict[str, list[str]]
     calls_before: int  # the index's LLM call count when the question came in
+    among: frozenset[str] | None = None  # the notes property filters let through
 
 
 def _assemble(
@@ -280,7 +294,7 @@ def _assemble(
     names: list[tuple[str, str]],
 ) -> dict[str, Any]:
     question, explain = asked.question, asked.explain
-    pool, ranking, seeded = _pool(index, question, names, vector_items, hits)
+    pool, ranking, seeded = _pool(index, question, names, vector_items, hits, asked.among)
     aspects = aspects_of(question, [n for n, _ in names], [p for _, p in names])
     chosen, used, stopped = select(pool, aspects, asked.budget, index.count_all)
     by_kind: dict[str, list[dict[str, Any]]] = {"entities": [], "relations": [], "chunks": []}

@@ -19,7 +19,7 @@ from wikid.config import QUERY_MODES
 
 COMMON = {"--vault": "vault", "--config": "config", "--socket": "socket"}
 # command -> (its positional argument, {option: (name, kind)}); kind "flag", "str",
-# "int" or a tuple of choices. ``--json`` is every command's but stop's and reindex's.
+# "int", "many" (a string, repeatable: a list) or a tuple of choices. ``--json`` is every command's but stop's and reindex's.
 SPECS: dict[str, tuple[str | None, dict[str, tuple[str, Any]]]] = {
     "status": (None, {}),
     "links": ("note", {}),
@@ -28,7 +28,12 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[str, Any]]]] = {
     "neighbors": ("note", {"--depth": ("depth", "int"), "--limit": ("limit", "int")}),
     "search": (
         "text",
-        {"-k": ("k", "int"), "--folder": ("folder", "str"), "--tag": ("tag", "str")},
+        {
+            "-k": ("k", "int"),
+            "--folder": ("folder", "str"),
+            "--tag": ("tag", "str"),
+            "--where": ("where", "many"),
+        },
     ),
     "query": (
         "text",
@@ -37,6 +42,7 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[str, Any]]]] = {
             "--budget": ("budget", "int"),
             "--answer": ("answer", "flag"),
             "--explain": ("explain", "flag"),
+            "--where": ("where", "many"),
         },
     ),
     "cost": (None, {}),
@@ -89,7 +95,10 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
         value = _value(raw, kind)
         if value is None:
             return None
-        values[name] = value
+        if kind == "many":
+            values.setdefault(name, []).append(value)
+        else:
+            values[name] = value
     if len(args) != (1 if positional else 0):
         return None
     if positional:

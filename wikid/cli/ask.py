@@ -24,6 +24,13 @@ from wikid.config import QUERY_MODES
 @click.option("--budget", type=int, default=None, help="Evidence token budget (default 3000).")
 @click.option("--answer", is_flag=True, help="Have the configured LLM answer from the evidence.")
 @click.option("--explain", is_flag=True, help="Show why each item was chosen.")
+@click.option(
+    "--where",
+    multiple=True,
+    help="Only notes whose properties pass this filter (repeatable: all must pass), "
+    "e.g. type=book, year>=2020, 'author=[[Kevin Kelly]]', tags=project, folder=Books, "
+    "modified>=30d.",
+)
 @click.option("--json", "as_json", is_flag=True)
 def query(
     vault: str | None,
@@ -34,6 +41,7 @@ def query(
     budget: int | None,
     answer: bool,
     explain: bool,
+    where: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Ask the vault: the smallest evidence that covers the question, with paths to open.
@@ -42,6 +50,8 @@ def query(
     Example: wikid query "who wrote the first program?" --budget 1500"""
     cfg = load(vault, config_path, socket_path, client=True)
     args: dict[str, Any] = {"text": text, "mode": mode, "budget": budget, "explain": explain}
+    if where:
+        args["where"] = list(where)
     run_query(cfg, args, answer, as_json)
 
 
@@ -51,6 +61,13 @@ def query(
 @click.option("-k", "k", type=int, default=8, help="How many notes.")
 @click.option("--folder", default=None, help="Only notes under this folder.")
 @click.option("--tag", default=None, help="Only notes with this tag (or a nested one).")
+@click.option(
+    "--where",
+    multiple=True,
+    help="Only notes whose properties pass this filter (repeatable: all must pass), "
+    "e.g. type=book, year>=2020, 'author=[[Kevin Kelly]]', tags=project, folder=Books, "
+    "modified>=30d.",
+)
 @click.option("--json", "as_json", is_flag=True)
 def search(
     vault: str | None,
@@ -60,13 +77,15 @@ def search(
     k: int,
     folder: str | None,
     tag: str | None,
+    where: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Full-text search (BM25 over title, aliases, summary, tags and body).
 
     Example: wikid search "analytical engine" --tag person --folder People"""
     cfg = load(vault, config_path, socket_path, client=True)
-    run_op(cfg, "search", as_json, text=text, k=k, folder=folder, tag=tag)
+    filters = {"where": list(where)} if where else {}
+    run_op(cfg, "search", as_json, text=text, k=k, folder=folder, tag=tag, **filters)
 
 
 @click.command()

@@ -87,10 +87,13 @@ def instructions(status: dict[str, Any] | None) -> str:
         state = f"The vault {status['vault']} has {status['notes']} notes; the index is {ready}."
     return (
         f"wikid serves a fresh, read-only index of one Obsidian vault. {state}\n"
-        "- search(text, limit, folder, tag, cursor): words or phrases (BM25), with snippets "
-        "and line numbers.\n"
-        "- query(text, budget, mode): a question; returns the smallest evidence that covers "
-        "it within a token budget, each item with its note path, heading and line.\n"
+        "- search(text, limit, folder, tag, where, cursor): words or phrases (BM25), with "
+        "snippets and line numbers.\n"
+        "- query(text, budget, mode, where): a question; returns the smallest evidence that "
+        "covers it within a token budget, each item with its note path, heading and line.\n"
+        '- where: property filters, all of which must hold, e.g. ["type=book", '
+        '"year>=2020", "author=[[Kevin Kelly]]", "tags=project", "folder=Books", '
+        '"modified>=30d"].\n'
         "- links(note), backlinks(note, limit, cursor), neighbors(note, depth, limit): "
         "navigate the wikilink graph (notes by path or title).\n"
         "- broken_links(folder, limit, cursor), list_tags(limit), recent_changes(limit, days).\n"
@@ -118,13 +121,15 @@ def build(cfg: VaultConfig) -> MCPServer:
         limit: int = 10,
         folder: str | None = None,
         tag: str | None = None,
+        where: list[str] | None = None,
         cursor: str | None = None,
     ) -> CallToolResult:
         """Full-text search (BM25 over title, aliases, tags, summary and body): path,
-        title, score and a snippet with its line number per note."""
+        title, score and a snippet with its line number per note. where: property
+        filters that must all hold (type=book, year>=2020, author=[[Kevin Kelly]])."""
         start = int(cursor) if cursor and cursor.isdigit() else 0
         k = min(MAX_LIMIT, start + max(1, limit))
-        res = await daemon.call("search", text=text, k=k, folder=folder, tag=tag)
+        res = await daemon.call("search", text=text, k=k, folder=folder, tag=tag, where=where)
         hits = [
             {k_: h.get(k_) for k_ in ("path", "title", "score", "snippet", "line", "tags")}
             for h in res["hits"]
@@ -137,13 +142,19 @@ def build(cfg: VaultConfig) -> MCPServer:
 
     @server.tool(annotations=READ_ONLY)
     async def query(
-        text: str, budget: int = 3000, mode: str | None = None, explain: bool = False
+        text: str,
+        budget: int = 3000,
+        mode: str | None = None,
+        explain: bool = False,
+        where: list[str] | None = None,
     ) -> CallToolResult:
         """Ask a question: the smallest evidence (entities, relations along the links,
         note text) that covers it within a token budget, with paths, headings and lines.
-        explain=true says why each item was chosen. No LLM is called unless one is
-        configured; then an answer comes with the evidence."""
+        explain=true says why each item was chosen; where: property filters that must all
+        hold (type=book, year>=2020). No LLM is called unless one is configured; then an
+        answer comes with the evidence."""
         args: dict[str, Any] = {"text": text, "budget": budget, "mode": mode, "explain": explain}
+        args["where"] = where
         status = await daemon.call("status")
         if status["llm"]["configured"]:
             args["answer"] = True

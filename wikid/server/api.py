@@ -7,6 +7,7 @@ and the store, so they are testable without a socket, and they never write.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from wikid.core.resolve import fold
 from wikid.server import browse
 from wikid.server.browse import line_of
 from wikid.server.protocol import ProtocolError, whole_number
+from wikid.sync import props
 from wikid.sync.index import Index
 
 
@@ -91,10 +93,12 @@ async def query(
     mode: Any = "mix",
     budget: Any = 3000,
     explain: Any = False,
+    where: Any = None,
     vectors: bool = True,
 ) -> dict[str, Any]:
     """Budgeted evidence for a question, 0 LLM calls (``query.evidence``); with
-    ``explain``, why each item was chosen."""
+    ``explain``, why each item was chosen; ``where``, from the notes that pass these
+    property filters only."""
     if not isinstance(text, str) or not text.strip():
         raise ProtocolError("bad_request", "query needs a non-empty 'text'")
     if mode not in MODES:
@@ -102,20 +106,42 @@ async def query(
     budget = whole_number(budget, "budget (tokens)", 50, 100_000)
     if not isinstance(explain, bool):
         raise ProtocolError("bad_request", f"explain must be true or false, not {explain!r}")
-    return await evidence(index, text, mode, budget, explain, vectors)
+    filters = _filters(where)
+    among = frozenset(await asyncio.to_thread(index.passing, filters)) if filters else None
+    out = await evidence(index, text, mode, budget, explain, vectors, among)
+    if filters:
+        out["where"] = {"filters": [f"{f.key}{f.op}{f.value}" for f in filters]}
+        out["where"]["notes"] = len(among or ())
+    return out
+
+
+def _filters(where: Any) -> list[props.Where]:
+    """``where`` as filters: one ``key=value`` string or a list of them (all must hold)."""
+    if where is None or where == [] or where == "":
+        return []
+    items = [where] if isinstance(where, str) else where
+    if not isinstance(items, list):
+        raise ProtocolError("bad_request", f"where must be a filter or a list of them: {where!r}")
+    try:
+        return [props.parse(w) for w in items]
+    except ValueError as e:
+        raise ProtocolError("bad_request", str(e)) from None
 
 
 def search(
-    index: Index, text: Any, k: Any = 8, folder: Any = None, tag: Any = None
+    index: Index, text: Any, k: Any = 8, folder: Any = None, tag: Any = None, where: Any = None
 ) -> dict[str, Any]:
-    """BM25 over the notes: top-k snippets with their frontmatter, ~500 tokens in all."""
+    """BM25 over the notes: top-k snippets with their frontmatter, ~500 tokens in all;
+    ``where``: among the notes that pass these property filters only."""
     if not isinstance(text, str) or not text.strip():
         raise ProtocolError("bad_request", "search needs a non-empty 'text'")
     k = whole_number(k, "k", 1, 100, default=8)
     for name, value in (("folder", folder), ("tag", tag)):
         if value is not None and not isinstance(value, str):
             raise ProtocolError("bad_request", f"{name} must be a string, not {value!r}")
-    hits = index.search(text, k, folder or None, tag or None)
+    filters = _filters(where)
+    among = index.passing(filters) if filters else None
+    hits = index.search(text, k, folder or None, tag or None, among=among)
     return {
         "text": text,
         "hits": [
@@ -168,7 +194,7 @@ GRAPH_OPS: dict[str, Callable[[VaultGraph, dict[str, Any]], Any]] = {
 # run in a worker thread.
 INDEX_OPS: dict[str, Callable[[Index, dict[str, Any]], Any]] = {
     "search": lambda index, req: search(
-        index, req.get("text"), req.get("k"), req.get("folder"), req.get("tag")
+        index, req.get("text"), req.get("k"), req.get("folder"), req.get("tag"), req.get("where")
     ),
     "keywords": lambda index, req: question_keywords(index, req.get("text")),
 }

@@ -442,6 +442,7 @@ class Daemon:
                 req.get("mode") or self.cfg.query_mode,
                 req.get("budget") or self.cfg.query_budget,
                 req.get("explain", False),
+                req.get("where"),
             )
             if self.serving and not self.ready:  # still embedding: the graph and BM25 now
                 ev = await api.query(self.index, *args, vectors=False)

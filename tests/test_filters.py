@@ -1,0 +1,126 @@
+"""Property filters (issue 41): ``where`` on search and query, run in SQLite over the
+``props`` rows that the search index writes in each batch (``sync/props.py``). The
+expected notes are computed from tests/typedvault.py's own tables, not typed by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+import typedvault
+from graphtools import write
+from storetools import unique_workspace
+
+from wikid.server import api
+from wikid.server.protocol import ProtocolError
+from wikid.sync import props
+from wikid.sync.index import Index
+
+Typed = tuple[Index, asyncio.AbstractEventLoop]
+
+
+def _passing(idx: Index, *where: str) -> set[str]:
+    return idx.passing([props.parse(w) for w in where])
+
+
+def _books(test: object) -> set[str]:
+    return {f"Books/{t}.md" for t, row in typedvault.BOOKS.items() if test(row)}  # type: ignore[operator]
+
+
+def test_each_kind_of_filter_selects_exactly_its_notes(typed: Typed) -> None:
+    idx, _ = typed
+    every = set(idx.vg.notes)
+    daily = {p for p in every if p.startswith("Daily/")}
+    seafood = {
+        f"Restaurants/{t}.md" for t, r in typedvault.RESTAURANTS.items() if r[1] == "Seafood"
+    }
+    cases = {
+        ("cuisine=Seafood",): seafood,
+        ("cuisine=seafood",): seafood,  # values compare case-insensitively
+        ("author=[[Mara Quill]]",): _books(lambda r: r[0] == "Mara Quill"),
+        ("author=[[People/Mara Quill]]",): _books(lambda r: r[0] == "Mara Quill"),  # resolved
+        ("author=[[Mara Quill|Mara]]",): _books(lambda r: r[0] == "Mara Quill"),
+        ("categories=[[Books]]",): _books(lambda r: True),
+        ("year>=2018",): _books(lambda r: r[2] >= 2018),
+        ("year>=2018", "year<2021"): _books(lambda r: 2018 <= r[2] < 2021),
+        ("year=2018",): _books(lambda r: r[2] == 2018),
+        ("year!=2018",): every - _books(lambda r: r[2] == 2018),  # a note with no year too
+        ("folder=Daily",): daily,
+        ("folder=daily/",): daily,
+        ("folder!=Daily",): every - daily,
+        ("tags=daily",): daily,
+        ("tag=daily", "folder=Daily"): daily,
+        ("modified>=1d",): every,  # written minutes ago: the files' mtimes
+        ("modified<2000-01-01",): set(),
+        ("cuisine=Seafood", "folder=Daily"): set(),
+    }
+    assert len(seafood) == 2 and len(daily) == 28
+    for where, expected in cases.items():
+        assert expected <= every, where
+        assert _passing(idx, *where) == expected, where
+
+
+def test_search_and_query_results_all_pass_the_filter(typed: Typed) -> None:
+    idx, loop = typed
+    where = ["author=[[Mara Quill]]"]
+    allowed = _passing(idx, *where)
+    plain = {h["path"] for h in api.search(idx, "sea lighthouse storms", 20)["hits"]}
+    assert plain - allowed  # without the filter, other notes match too
+    hits = {h["path"] for h in api.search(idx, "sea lighthouse storms", 20, where=where)["hits"]}
+    assert hits and hits <= allowed
+
+    question = "which books are about the sea?"
+    ev = loop.run_until_complete(api.query(idx, question, where=["categories=[[Books]]"]))
+    books = _books(lambda r: True)
+    assert ev["notes"] and set(ev["notes"]) <= books
+    for kind in ("entities", "relations", "chunks"):
+        assert all(item["path"] in books for item in ev[kind]), kind
+    assert ev["where"] == {"filters": ["categories=books"], "notes": len(books)}
+    unfiltered = loop.run_until_complete(api.query(idx, question))
+    assert set(unfiltered["notes"]) - books and "where" not in unfiltered
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["type~book", "=book", "year", "type=", "modified>=soon", "folder>=Books", "tags<x", 3],
+)
+def test_a_malformed_filter_is_refused_in_one_line(typed: Typed, bad: object) -> None:
+    idx, _ = typed
+    with pytest.raises(ProtocolError) as err:
+        api.search(idx, "sea", 5, where=[bad])
+    assert err.value.code == "bad_request" and "\n" not in str(err.value)
+    assert "filter" in str(err.value)
+
+
+def test_filters_follow_edits_and_a_date_in_the_frontmatter(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    write(vault, "A.md", "---\nstatus: draft\nmodified: 2020-01-01\n---\nA.\n")
+    write(vault, "B.md", "---\nstatus: done\n---\nB.\n")
+    for name in ("A.md", "B.md"):  # old files, trusted by their stat (not racy)
+        os.utime(vault / name, (1_700_000_000, 1_700_000_000))
+
+    async def main() -> None:
+        idx = await Index.open(vault, tmp_path / "wd", workspace=unique_workspace())
+        try:
+            await idx.sync()
+            assert _passing(idx, "status=draft") == {"A.md"}
+            assert _passing(idx, "modified<2021-01-01") == {"A.md"}  # the frontmatter's date
+            assert _passing(idx, "created<2021-01-01") == set()  # none given: the mtime
+            write(vault, "A.md", "---\nstatus: done\n---\nA.\n")
+            await idx.sink.apply(idx.vg.update(["A.md"]))
+            assert _passing(idx, "status=draft") == set()
+            assert _passing(idx, "status=done") == {"A.md", "B.md"}
+            assert _passing(idx, "modified<2021-01-01") == set()
+            june_2019 = 1_559_390_400
+            os.utime(vault / "B.md", (june_2019, june_2019))  # a touch: the same text
+            await idx.update({"B.md"})
+            assert _passing(idx, "modified<2020-01-01") == {"B.md"}  # its mtime moved
+            (vault / "B.md").unlink()
+            await idx.update({"B.md"})
+            assert _passing(idx, "status=done") == {"A.md"}
+        finally:
+            await idx.close()
+
+    asyncio.run(main())
