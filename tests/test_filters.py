@@ -5,6 +5,7 @@ expected notes are computed from tests/typedvault.py's own tables, not typed by 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import os
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import typedvault
 from graphtools import write
 from storetools import unique_workspace
 
+from wikid.ask.when import when
 from wikid.server import api
 from wikid.server.protocol import ProtocolError
 from wikid.sync import props
@@ -120,6 +122,70 @@ def test_filters_follow_edits_and_a_date_in_the_frontmatter(tmp_path: Path) -> N
             (vault / "B.md").unlink()
             await idx.update({"B.md"})
             assert _passing(idx, "status=done") == {"A.md"}
+        finally:
+            await idx.close()
+
+    asyncio.run(main())
+
+
+FRIDAY = dt.datetime(2026, 12, 4, 15, 30, tzinfo=dt.UTC)
+
+
+@pytest.mark.parametrize(
+    ("question", "span"),
+    [
+        ("what did I write about gardens last month?", ("2026-11-01", "2026-12-01")),
+        ("notes from this week", ("2026-11-30", "2026-12-05")),  # ISO weeks: from Monday
+        ("what changed last week", ("2026-11-23", "2026-11-30")),
+        ("what did I do yesterday", ("2026-12-03", "2026-12-04")),
+        ("today's meetings", ("2026-12-04", "2026-12-05")),
+        ("ideas in the last 10 days", ("2026-11-25", "2026-12-05")),
+        ("over the past 2 weeks", ("2026-11-21", "2026-12-05")),
+        ("what I read in 2024", ("2024-01-01", "2025-01-01")),
+        ("books I finished last year", ("2025-01-01", "2026-01-01")),
+        ("this year so far", ("2026-01-01", "2026-12-05")),
+        ("who wrote the first program?", None),
+        ("the last chapter of the month", None),
+        ("in the last 5 minutes", None),
+    ],
+)
+def test_a_question_that_dates_itself_names_its_span(
+    question: str, span: tuple[str, str] | None
+) -> None:
+    got = when(question, FRIDAY)
+    assert (got and (got.start.date().isoformat(), got.end.date().isoformat())) == span
+    if got is not None:  # a half-open span: what the date filters select
+        assert [(f.key, f.op, f.num) for f in got.filters()] == [
+            ("modified", ">=", got.start.timestamp()),
+            ("modified", "<", got.end.timestamp()),
+        ]
+
+
+def test_last_month_in_january_is_last_december() -> None:
+    got = when("what did I write last month", dt.datetime(2026, 1, 15, tzinfo=dt.UTC))
+    assert got is not None and (got.start.date(), got.end.date()) == (
+        dt.date(2025, 12, 1),
+        dt.date(2026, 1, 1),
+    )
+
+
+def test_a_dated_question_is_asked_of_the_notes_modified_then(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    recent = (dt.datetime.now(dt.UTC) - dt.timedelta(days=1)).date().isoformat()
+    write(vault, "Fresh.md", f"---\nmodified: {recent}\n---\nPruned the garden roses.\n")
+    write(vault, "Old.md", "---\nmodified: 2020-03-01\n---\nPlanted the garden roses.\n")
+
+    async def main() -> None:
+        idx = await Index.open(vault, tmp_path / "wd", workspace=unique_workspace())
+        try:
+            await idx.sync()
+            question = "what did I write about the garden roses in the last 7 days?"
+            ev = await api.query(idx, question, explain=True)
+            assert ev["notes"] == ["Fresh.md"]
+            assert ev["when"]["phrase"] == "in the last 7 days" and ev["when"]["notes"] == 1
+            assert ev["explain"]["when"] == ev["when"]
+            undated = await api.query(idx, "what did I write about the garden roses?")
+            assert set(undated["notes"]) == {"Fresh.md", "Old.md"} and "when" not in undated
         finally:
             await idx.close()
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wikid.ask.query import evidence, keywords
+from wikid.ask.when import when
 from wikid.config import QUERY_MODES as MODES
 from wikid.core.edges import to_json
 from wikid.core.graph import GHOST, VaultGraph
@@ -98,7 +99,8 @@ async def query(
 ) -> dict[str, Any]:
     """Budgeted evidence for a question, 0 LLM calls (``query.evidence``); with
     ``explain``, why each item was chosen; ``where``, from the notes that pass these
-    property filters only."""
+    property filters only; a question that dates itself ("last month") is asked of
+    the notes modified then (``ask.when``), and the answer says so."""
     if not isinstance(text, str) or not text.strip():
         raise ProtocolError("bad_request", "query needs a non-empty 'text'")
     if mode not in MODES:
@@ -106,12 +108,17 @@ async def query(
     budget = whole_number(budget, "budget (tokens)", 50, 100_000)
     if not isinstance(explain, bool):
         raise ProtocolError("bad_request", f"explain must be true or false, not {explain!r}")
-    filters = _filters(where)
-    among = frozenset(await asyncio.to_thread(index.passing, filters)) if filters else None
+    filters, dated = _filters(where), when(text)  # "... last month": a date filter too
+    every = filters + (dated.filters() if dated else [])
+    among = frozenset(await asyncio.to_thread(index.passing, every)) if every else None
     out = await evidence(index, text, mode, budget, explain, vectors, among)
     if filters:
         out["where"] = {"filters": [f"{f.key}{f.op}{f.value}" for f in filters]}
         out["where"]["notes"] = len(among or ())
+    if dated:
+        out["when"] = dated.said(len(among or ()))
+        if explain:
+            out["explain"]["when"] = out["when"]
     return out
 
 
