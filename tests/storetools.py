@@ -53,15 +53,9 @@ async def fresh_export(
         idx = await Index.open(vault, Path(wd), workspace=workspace, **kwargs)
         try:
             await idx.sync()
-            return {**await export_store(idx.store), "props": props_rows(idx)}
+            return await export_store(idx.store)
         finally:
             await idx.close()
-
-
-def props_rows(idx: Index) -> list[tuple[Any, ...]]:
-    """The property filters' rows (``sync/props.py``), sorted."""
-    conn = idx.sink.search.db.conn
-    return sorted(conn.execute("SELECT path, key, val, num FROM props").fetchall())
 
 
 def assert_same_store(a: dict[str, Any], b: dict[str, Any]) -> None:
