@@ -81,3 +81,13 @@ def load(
     if not os.access(cfg.path, os.R_OK | os.X_OK):
         raise UserError(f"the vault {cfg.path} cannot be read")
     return cfg
+
+
+# Property filters (``sync/props.py``) on search and query.
+where_option = click.option(
+    "--where",
+    multiple=True,
+    help="Only notes whose properties pass this filter (repeatable: all must pass), "
+    "e.g. type=book, year>=2020, 'author=[[Kevin Kelly]]', tags=project, folder=Books, "
+    "modified>=30d.",
+)

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from wikid.cli._client import run_op, run_query
-from wikid.cli._common import load, vault_option
+from wikid.cli._common import load, vault_option, where_option
 from wikid.config import QUERY_MODES
 
 
@@ -24,13 +24,7 @@ from wikid.config import QUERY_MODES
 @click.option("--budget", type=int, default=None, help="Evidence token budget (default 3000).")
 @click.option("--answer", is_flag=True, help="Have the configured LLM answer from the evidence.")
 @click.option("--explain", is_flag=True, help="Show why each item was chosen.")
-@click.option(
-    "--where",
-    multiple=True,
-    help="Only notes whose properties pass this filter (repeatable: all must pass), "
-    "e.g. type=book, year>=2020, 'author=[[Kevin Kelly]]', tags=project, folder=Books, "
-    "modified>=30d.",
-)
+@where_option
 @click.option("--json", "as_json", is_flag=True)
 def query(
     vault: str | None,
@@ -61,13 +55,7 @@ def query(
 @click.option("-k", "k", type=int, default=8, help="How many notes.")
 @click.option("--folder", default=None, help="Only notes under this folder.")
 @click.option("--tag", default=None, help="Only notes with this tag (or a nested one).")
-@click.option(
-    "--where",
-    multiple=True,
-    help="Only notes whose properties pass this filter (repeatable: all must pass), "
-    "e.g. type=book, year>=2020, 'author=[[Kevin Kelly]]', tags=project, folder=Books, "
-    "modified>=30d.",
-)
+@where_option
 @click.option("--json", "as_json", is_flag=True)
 def search(
     vault: str | None,
