@@ -75,12 +75,21 @@ class LLMServer:
                 pass
 
             def do_POST(self) -> None:
+                self.counted = True
                 with server.lock:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
                     self._answer()
                 finally:
+                    self._done()
+
+            def _done(self) -> None:
+                """Out of flight before the answer's last bytes go: once the client has
+                them it may send its next request while this thread still runs (a
+                concurrency of 2 was once counted as 3)."""
+                if self.counted:
+                    self.counted = False
                     with server.lock:
                         server.in_flight -= 1
 
@@ -93,6 +102,7 @@ class LLMServer:
                 if server.fail:
                     self.send_response(500)
                     self.end_headers()
+                    self._done()
                     self.wfile.write(b"model exploded")
                     return
                 prompt = "\n".join(m["content"] for m in body["messages"])
@@ -114,6 +124,7 @@ class LLMServer:
                     if server.report_usage:
                         usage = {"prompt_tokens": count(prompt), "completion_tokens": count(answer)}
                         self._line("data: " + json.dumps({"choices": [], "usage": usage}))
+                    self._done()
                     self._line("data: [DONE]")
                 else:  # ollama
                     for p in pieces:
@@ -128,6 +139,7 @@ class LLMServer:
                     }
                     if server.report_usage:
                         final |= {"prompt_eval_count": count(prompt), "eval_count": count(answer)}
+                    self._done()
                     self._line(json.dumps(final))
 
             def _line(self, text: str) -> None:
