@@ -279,6 +279,11 @@ def test_vector_storage_matches_stock(tmp_path: Path) -> None:
         await t("index_done_callback")
         await t("query", "Who designed the engine?", top_k=3)
         await t("query", "codebreaking machine", top_k=10)
+        # ``nearest``: one scan for many vectors gives what one query each gives.
+        asked = ["Who designed the engine?", "codebreaking machine", "Babbage"]
+        qs = np.asarray(await t.ours.embedding_func(asked))
+        each = [await t.ours.query("", top_k=3, query_embedding=q) for q in qs]
+        assert await t.ours.nearest(qs, 3) == each and all(each)
         await t("get_by_id", "rel-1")
         await t("get_by_id", "rel-9")
         await t("get_by_ids", ["rel-2", "rel-9", "rel-0"])
@@ -520,7 +525,9 @@ def _puts_and_drops(
     wanted = [model[k] for k in index.ids]
     assert (held == quantized(normalized(np.array(wanted).reshape(-1, 8)))[0]).all()
     for k, v in model.items():
-        assert index.candidates(v, 1) == [k]
+        assert index.candidates(v, 1) == [[k]]
+    if model:  # many queries in one scan: each finds its own
+        assert index.candidates(np.array(list(model.values())), 1) == [[k] for k in model]
 
 
 def test_the_vector_matrix_file_is_read_back_only_while_it_matches_the_rows(

@@ -184,9 +184,7 @@ async def _by_similarity(
     """Each list's chunk ids, most similar to the question first, ``k`` of each."""
     if not first and not second:
         return [], []
-    # wikid's SQLite storage gives arrays (the same numbers); stock ones give lists.
-    fetch = getattr(chunks_vdb, "get_arrays_by_ids", chunks_vdb.get_vectors_by_ids)
-    found = await fetch(first + second)
+    found = await chunk_vectors(chunks_vdb, first + second)
     q = np.asarray(question, np.float32)
     q = q / (np.linalg.norm(q) or 1.0)
 
@@ -199,3 +197,27 @@ async def _by_similarity(
         return [cid for _, cid in sorted(scored)[:k]]
 
     return best(first), best(second)
+
+
+async def nearest_chunks(rag: Any, ids: list[str], k: int) -> dict[str, list[dict[str, Any]]]:
+    """For each of these stored chunks, the ``k`` stored chunks nearest it by meaning,
+    best first (itself among them), as ``query`` returns them (``file_path``,
+    ``distance``: the cosine). wikid's SQLite storage scans its rows once for all of
+    them (``nearest``); another storage is asked once per chunk."""
+    vdb = rag.chunks_vdb
+    found = await chunk_vectors(vdb, ids)
+    keys = [c for c in dict.fromkeys(ids) if c in found]
+    if not keys or k <= 0:
+        return {}
+    if hasattr(vdb, "nearest"):
+        matrix = np.stack([np.asarray(found[c], np.float32) for c in keys])
+        return dict(zip(keys, await vdb.nearest(matrix, k), strict=True))
+    return {c: await vdb.query("", top_k=k, query_embedding=found[c]) for c in keys}
+
+
+async def chunk_vectors(chunks_vdb: Any, ids: list[str]) -> dict[str, Any]:
+    """The stored vectors of these chunks (absent ones left out). wikid's SQLite storage
+    gives float32 arrays; a stock one gives lists of the same numbers."""
+    fetch = getattr(chunks_vdb, "get_arrays_by_ids", chunks_vdb.get_vectors_by_ids)
+    found: dict[str, Any] = await fetch(ids)
+    return found

@@ -253,19 +253,37 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         return await asyncio.to_thread(self._top, query_embedding, top_k)
 
     def _top(self, query_embedding: Any, top_k: int) -> list[dict[str, Any]]:
+        return self._nearest(np.asarray(query_embedding, np.float32).reshape(1, -1), top_k)[0]
+
+    async def nearest(self, vectors: np.ndarray, top_k: int) -> list[list[dict[str, Any]]]:
+        """``query`` for each row of ``vectors`` at once: one scan of the int8 rows for
+        all of them, and one read of the candidates' rows (a note's related notes are
+        asked with each of its chunks; one query each cost a scan each)."""
+        if top_k <= 0 or not len(vectors):
+            return [[] for _ in vectors]
+        return await asyncio.to_thread(self._nearest, vectors, top_k)
+
+    def _nearest(self, vectors: np.ndarray, top_k: int) -> list[list[dict[str, Any]]]:
         self._fresh()
-        q = normalized(np.asarray(query_embedding, np.float32).reshape(1, -1))[0]
-        ids = self._index.candidates(q, top_k * 4 + 32)
-        scored = []
-        for k, vec, data, created in self._select("id, vec, data, created_at", ids):
-            score = float(normalized(np.frombuffer(vec, np.float32).reshape(1, -1))[0] @ q)
-            if score >= self.cosine_better_than_threshold:
-                scored.append((-score, k, data, created))
-        scored.sort()
-        return [
-            {**self._record(k, data, created), "__metrics__": -neg, "distance": -neg}
-            for neg, k, data, created in scored[:top_k]
-        ]
+        qs = normalized(np.asarray(vectors, np.float32).reshape(len(vectors), -1))
+        picks = self._index.candidates(qs, top_k * 4 + 32)
+        rows = {
+            k: (normalized(np.frombuffer(vec, np.float32).reshape(1, -1))[0], data, created)
+            for k, vec, data, created in self._select(
+                "id, vec, data, created_at", list(dict.fromkeys(k for p in picks for k in p))
+            )
+        }
+        out = []
+        for q, ids in zip(qs, picks, strict=True):
+            scored = sorted((-float(rows[k][0] @ q), k) for k in ids if k in rows)
+            out.append(
+                [
+                    {**self._record(k, *rows[k][1:]), "__metrics__": -neg, "distance": -neg}
+                    for neg, k in scored[:top_k]
+                    if -neg >= self.cosine_better_than_threshold
+                ]
+            )
+        return out
 
     async def get_by_id(self, id: str) -> dict[str, Any] | None:
         return self._rows([id]).get(id)
