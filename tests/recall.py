@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from wikid.ask import query as wq
+from wikid.ask import related
 from wikid.sync.index import Index
 
 QUESTIONS = Path(__file__).parent / "questions.json"
@@ -82,3 +83,42 @@ def table(name: str, tallies: dict[str, Tally]) -> list[str]:
             f"  p50 {ms[len(ms) // 2]:5.0f} ms  p99 {p99:5.0f} ms"
         )
     return rows
+
+
+# -- related notes ---------------------------------------------------------------------
+
+RELATED_AT = 10  # recall@10: the first page of ``wikid related``
+
+
+def related_sets(vault: str) -> list[dict[str, Any]]:
+    """The hand-checked related-notes sets of a vault: a note and the notes a reader
+    would call related to it that it does not link, nor is linked by."""
+    sets: list[dict[str, Any]] = json.loads(QUESTIONS.read_text("utf-8"))["related"][vault]
+    return sets
+
+
+async def related_recall(idx: Index, sets: list[dict[str, Any]]) -> dict[str, float]:
+    """Mean recall@10 over ``sets`` of wikid's related notes and of three baselines:
+    meaning alone (its chunks' nearest chunks), links alone (Adamic-Adar over shared
+    neighbours) and BM25 with the note's title as the query. Linked notes are left out
+    of every list alike; a set naming a linked note fails (the set is wrong)."""
+    found: dict[str, float] = dict.fromkeys(("wikid", "vectors", "links", "bm25_title"), 0.0)
+    for case in sets:
+        note, want = case["note"], case["related"]
+        g = idx.graph.g
+        linked = (set(g.succ[note]) | set(g.pred[note])) & set(idx.graph.notes)
+        assert not linked & set(want), (note, linked & set(want))
+        title = idx.graph.notes[note].title
+        lists = {
+            "wikid": await related.ranked(idx, note),
+            "vectors": await related.ranked(idx, note, {"vector"}),
+            "links": await related.ranked(idx, note, {"graph"}),
+            "bm25_title": [
+                h.path
+                for h in idx.search(title, RELATED_AT + len(linked) + 1, None, None)
+                if h.path != note and h.path not in linked
+            ],
+        }
+        for name, paths in lists.items():
+            found[name] += len(set(want) & set(paths[:RELATED_AT])) / len(want)
+    return {name: n / len(sets) for name, n in found.items()}

@@ -134,6 +134,8 @@ def test_client_calls_print_the_same_with_or_without_click(tmp_path: Path) -> No
             ["search", "engine", "--where", "tags=person", "--where=folder=People"],
             ["query", "who wrote the first program?", "--where", "folder!=Templates"],
             ["query", "who wrote the first program?", "--budget", "800", "--explain"],
+            ["related", "Ada Lovelace"],
+            ["related", "Ada Lovelace", "--limit", "2", "--include-linked", "--where=tags=person"],
             ["cost"],
         ]
         for call in calls:

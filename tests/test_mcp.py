@@ -23,6 +23,7 @@ from mcp.client.stdio import stdio_client
 
 TOOLS = {
     "search",
+    "related_notes",
     "query",
     "links",
     "backlinks",
@@ -122,6 +123,12 @@ def test_every_tool_is_listed_read_only_and_answers(tmp_path: Path) -> None:
                 assert any(
                     n["note"] == "Spokes/Spoke 01.md" and n["hop"] == 2 for n in near["neighbors"]
                 )
+                kin = await _call(s, "related_notes", note="Spokes/Spoke 00.md", limit=5)
+                assert len(kin["related"]) == 5 and kin["total"] >= 29 and kin["next_cursor"]
+                first = kin["related"][0]  # a sibling spoke; the hub it links is left out
+                assert first["path"].startswith("Spokes/") and kin["linked_left_out"] == 1
+                assert first["why"]["graph"]["shared"] == ["#spoke", "Hub.md"]
+                assert first["why"]["meaning"]["line"] == first["why"]["meaning"]["their_line"]
                 broken = await _call(s, "broken_links")
                 assert [b["target"] for b in broken["broken"]] == ["Missing Page"]
                 tags = await _call(s, "list_tags", limit=1)

@@ -176,6 +176,23 @@ def search_text(res: dict[str, Any]) -> str:
     return "\n".join(rows) or "no match"
 
 
+def related_text(res: dict[str, Any]) -> str:
+    rows = [f"related to {res['note']} (not linked to it): {res['total']} notes"]
+    if res.get("meaning"):
+        rows[0] += f"; meaning {res['meaning']}"
+    for r in res["related"]:
+        why, parts = r["why"], []
+        if "meaning" in why:
+            m = why["meaning"]
+            parts.append(f"line {m['line']} ~ line {m['their_line']} ({m['score']}): {m['text']}")
+        if "graph" in why:
+            parts.append("shares " + ", ".join(why["graph"]["shared"]))
+        rows.append(f"{r['path']}" + "".join(f"\n    {p}" for p in parts))
+    if res.get("next_cursor"):
+        rows.append("(more: --limit)")
+    return "\n".join(rows)
+
+
 def _money(value: float | None) -> str:
     return "" if value is None else f"{value:.4f}"
 
@@ -203,6 +220,7 @@ PRINTERS: dict[str, Callable[[Any], str]] = {
     "broken": broken_text,
     "neighbors": neighbors_text,
     "search": search_text,
+    "related": related_text,
     "cost": cost_text,
 }
 

@@ -26,6 +26,14 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[str, Any]]]] = {
     "backlinks": ("note", {}),
     "broken": (None, {}),
     "neighbors": ("note", {"--depth": ("depth", "int"), "--limit": ("limit", "int")}),
+    "related": (
+        "note",
+        {
+            "--limit": ("limit", "int"),
+            "--include-linked": ("include_linked", "flag"),
+            "--where": ("where", "many"),
+        },
+    ),
     "search": (
         "text",
         {

@@ -15,7 +15,16 @@ from wikid import __version__
 from wikid.cli.agent import mcp
 from wikid.cli.ask import cost, query, search
 from wikid.cli.graph import graph
-from wikid.cli.navigate import backlinks, broken, links, neighbors, reindex, status, stop
+from wikid.cli.navigate import (
+    backlinks,
+    broken,
+    links,
+    neighbors,
+    reindex,
+    related,
+    status,
+    stop,
+)
 from wikid.cli.run import run, service
 from wikid.cli.store import export, index, lightrag_server, migrate
 
@@ -33,6 +42,7 @@ for _command in (
     backlinks,
     broken,
     neighbors,
+    related,
     stop,
     reindex,
     query,

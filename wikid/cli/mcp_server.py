@@ -94,6 +94,8 @@ def instructions(status: dict[str, Any] | None) -> str:
         '- where: property filters, all of which must hold, e.g. ["type=book", '
         '"year>=2020", "author=[[Kevin Kelly]]", "tags=project", "folder=Books", '
         '"modified>=30d"].\n'
+        "- related_notes(note, limit, cursor, include_linked, where): the notes closest to "
+        "one by meaning and by shared links, tags and properties, not yet linked, with why.\n"
         "- links(note), backlinks(note, limit, cursor), neighbors(note, depth, limit): "
         "navigate the wikilink graph (notes by path or title).\n"
         "- broken_links(folder, limit, cursor), list_tags(limit), recent_changes(limit, days).\n"
@@ -169,6 +171,26 @@ def build(cfg: VaultConfig) -> MCPServer:
             summary += " (partial: the store is still embedding; graph and full text only)"
         if "answer" in res:
             summary += f"; answer: {res['answer']['text'][:200]}"
+        return _result(summary, res)
+
+    @server.tool(annotations=READ_ONLY)
+    async def related_notes(
+        note: str,
+        limit: int = 10,
+        cursor: str | None = None,
+        include_linked: bool = False,
+        where: list[str] | None = None,
+    ) -> CallToolResult:
+        """Notes related to a note (path or title) by meaning and by shared links, tags and
+        properties, best first, leaving out the notes it already links (include_linked to
+        keep them). Each says why: the closest passages with their lines, the neighbours
+        shared, each signal's rank. where: property filters that must all hold."""
+        if not 1 <= limit <= MAX_LIMIT:
+            raise ToolError(f"limit must be from 1 to {MAX_LIMIT}")
+        args = {"note": note, "limit": limit, "cursor": cursor, "where": where}
+        res = await daemon.call("related", **args, include_linked=include_linked)
+        await daemon.stale(res["related"])
+        summary = f"{len(res['related'])} of {res['total']} notes related to {res['note']}"
         return _result(summary, res)
 
     @server.tool(annotations=READ_ONLY)

@@ -1,5 +1,5 @@
 """Client commands that read the daemon's graph and state: ``status``, ``links``,
-``backlinks``, ``broken``, ``neighbors``, ``stop``, ``reindex``.
+``backlinks``, ``broken``, ``neighbors``, ``related``, ``stop``, ``reindex``.
 
 Why apart: they only talk to the daemon over its socket, so this module imports
 click and the stdlib client, nothing heavy. Their work and printouts are in
@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from wikid.cli._client import run_op
-from wikid.cli._common import load, vault_option
+from wikid.cli._common import load, vault_option, where_option
 
 
 @click.command()
@@ -90,6 +90,34 @@ def neighbors(
     Example: wikid neighbors 'Ada Lovelace' --depth 2"""
     cfg = load(vault, config_path, socket_path, client=True)
     run_op(cfg, "neighbors", as_json, note=note, depth=depth, limit=limit)
+
+
+@click.command()
+@vault_option
+@click.argument("note")
+@click.option("--limit", type=int, default=10, help="How many notes (1 to 100).")
+@click.option("--include-linked", is_flag=True, help="Keep the notes NOTE links or is linked by.")
+@where_option
+@click.option("--json", "as_json", is_flag=True)
+def related(
+    vault: str | None,
+    config_path: Path | None,
+    socket_path: Path | None,
+    note: str,
+    limit: int,
+    include_linked: bool,
+    where: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Notes related to NOTE by meaning and by shared links, tags and properties,
+    that it does not link yet; each with why (the closest passages, what they share).
+
+    Example: wikid related 'Ada Lovelace' --where type=person"""
+    cfg = load(vault, config_path, socket_path, client=True)
+    extra: dict[str, object] = {"where": list(where)} if where else {}
+    if include_linked:
+        extra["include_linked"] = True
+    run_op(cfg, "related", as_json, note=note, limit=limit, **extra)
 
 
 def _daemon_command(op: str, doc: str) -> click.Command:

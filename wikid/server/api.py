@@ -8,10 +8,11 @@ and the store, so they are testable without a socket, and they never write.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from wikid.ask.query import evidence, keywords
+from wikid.ask.related import related as related_notes
 from wikid.ask.when import when
 from wikid.config import QUERY_MODES as MODES
 from wikid.core.edges import to_json
@@ -165,6 +166,24 @@ def search(
     }
 
 
+async def related(index: Index, req: dict[str, Any], vectors: bool = True) -> dict[str, Any]:
+    """The notes related to ``note`` by meaning and by the graph, not linked to it
+    (unless ``include_linked``), each with why; ``where``: among the notes that pass
+    these filters only; ``limit`` and ``cursor`` page them (``ask.related``)."""
+    path = find_note(index.graph, req.get("note", ""))
+    limit = whole_number(req.get("limit"), "limit", 1, 100, default=10)
+    cursor = req.get("cursor")
+    if cursor is not None and not (isinstance(cursor, str) and cursor.isdigit()):
+        raise ProtocolError("bad_request", "cursor must be a next_cursor a reply gave")
+    linked = req.get("include_linked", False)
+    if not isinstance(linked, bool):
+        raise ProtocolError("bad_request", f"include_linked must be true or false, not {linked!r}")
+    filters = _filters(req.get("where"))
+    among = await asyncio.to_thread(index.passing, filters) if filters else None
+    offset = int(cursor or 0)
+    return await related_notes(index, path, limit, offset, linked, among, vectors)
+
+
 def question_keywords(index: Index, text: Any) -> dict[str, Any]:
     """A question's LLM-free keywords, as ``query`` computes them: what ``wikid
     lightrag-server`` answers LightRAG's keyword-extraction prompt with when no LLM is
@@ -205,3 +224,7 @@ INDEX_OPS: dict[str, Callable[[Index, dict[str, Any]], Any]] = {
     ),
     "keywords": lambda index, req: question_keywords(index, req.get("text")),
 }
+
+# The ops that read the store's vectors: op -> f(index, request, vectors), awaited; with
+# ``vectors`` False (the store still being embedded), from the graph alone.
+STORE_OPS: dict[str, Callable[..., Awaitable[dict[str, Any]]]] = {"related": related}

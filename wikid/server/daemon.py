@@ -13,16 +13,15 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from wikid.ask.answer import answer
-from wikid.config import NO_LLM, VaultConfig, load
+from wikid.config import VaultConfig, load
 from wikid.core.vault import VaultOptions, changed, snapshot, vault_options, vault_present
-from wikid.server import api, browse, protocol, stalls
+from wikid.server import protocol, reads, stalls
 from wikid.server.extraction import extraction_loop
 from wikid.server.log import Progress
 from wikid.server.notify import more_descriptors, notify, watchdog_interval
@@ -31,24 +30,13 @@ from wikid.server.status import status_reply
 from wikid.server.watcher import Watcher
 from wikid.store.embed import import_runtime
 from wikid.store.heap import freeze_long_lived
-from wikid.store.llm import LLMError
 from wikid.store.lock import StoreBusy
 from wikid.store.rag import warm
 from wikid.sync.index import Index, VaultMissing
 from wikid.sync.slices import Live, Stopped
 
 log = structlog.get_logger("wikid")
-QUERY_WAIT_S = 10.0  # how long a query waits for a batch in flight before "busy"
-OPS = (
-    "status",
-    *api.GRAPH_OPS,
-    "freshness",
-    "query",
-    *api.INDEX_OPS,
-    "cost",
-    "reindex",
-    "stop",
-)
+OPS = ("status", *reads.OPS, "reindex", "stop")
 
 
 class Daemon:
@@ -64,7 +52,7 @@ class Daemon:
         self.reindexing = False
         self.ready = False  # the initial sync is done
         self.busy = False  # a batch is being applied
-        self._batch_lock = asyncio.Lock()
+        self.batch_lock = asyncio.Lock()
         self._extract_wake = asyncio.Event()  # set after each batch: new chunks may need the LLM
         self._index: Index | None = None  # opened after the socket: status answers at once
         self._watcher: Watcher | None = None
@@ -177,7 +165,7 @@ class Daemon:
         )
         self.watcher.start(loop)  # before the initial sync, so no change during it is missed
         self._phase("initial sync")
-        async with self._batch_lock:  # queries wait for it (see _consistent)
+        async with self.batch_lock:  # queries wait for it (see _consistent)
             self.busy = True
             self.index.let_in(Live(self._live_due, self._live_batch, self.stopping.is_set))
             try:
@@ -193,16 +181,16 @@ class Daemon:
         self.last_sync = time.time()
         freeze_long_lived()
         log.info("initial sync", vault=str(self.cfg.path), **report)
-        await self._recount()
+        await self.recount()
         self.ready = self.serving = True
         self.phase = f"watching {report['notes']} notes"
         notify("READY=1", f"STATUS={self.phase}")
         self._tasks = [self._spawn(self._batch_loop()), self._spawn(self._reconcile_loop())]
         if self.index.extracting:
             self._extract_wake.set()
-            loop_args = (lambda: self.index, self._extract_wake, self._batch_lock)
+            loop_args = (lambda: self.index, self._extract_wake, self.batch_lock)
             self._tasks.append(
-                self._spawn(extraction_loop(*loop_args, self._recount, self._extraction_failed))
+                self._spawn(extraction_loop(*loop_args, self.recount, self._extraction_failed))
             )
         interval = watchdog_interval()
         if interval:
@@ -213,7 +201,7 @@ class Daemon:
     async def _shut_down(self) -> int:
         notify("STOPPING=1")
         log.info("stopping")
-        async with self._batch_lock:  # let a batch in flight finish: stop cleanly, never mid-write
+        async with self.batch_lock:  # let a batch in flight finish: stop cleanly, never mid-write
             pass
         for task in self._tasks:
             task.cancel()
@@ -259,7 +247,7 @@ class Daemon:
             paths, rescan = await self.watcher.next_batch()
             while True:
                 try:
-                    async with self._batch_lock:
+                    async with self.batch_lock:
                         if self.stopping.is_set():
                             return
                         self.busy, self.in_flight = True, len(paths)
@@ -319,7 +307,7 @@ class Daemon:
             paths, reconcile=self.store_behind, confirm_empty=True
         )
         if any(report.writes.values()):
-            await self._recount()
+            await self.recount()
         doubted = self.index.graph.take_recheck()
         if doubted:
             log.info("note read empty; reading it again after the quiet window", paths=len(doubted))
@@ -374,13 +362,13 @@ class Daemon:
             self.watcher.request_rescan()
             fresh = await self.index.reload(self._options())
             # Through the batch lock, as every write: a rebuild must never race a batch.
-            async with self._batch_lock:
+            async with self.batch_lock:
                 self.busy = True
                 try:
                     self.index = fresh
                     self.watcher.filter = fresh.graph.filter
                     await fresh.reconcile()
-                    await self._recount()
+                    await self.recount()
                 finally:
                     self.busy = False
             self._extract_wake.set()
@@ -391,39 +379,6 @@ class Daemon:
 
     # -- socket ----------------------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def _consistent(self, search: bool = False) -> AsyncIterator[None]:
-        """With the sqlite backend a batch's rows are visible on the daemon's own
-        connection before it commits, so a store query waits for the batch in flight
-        (milliseconds per edit) instead of reading half of it. Stock files batches take
-        seconds and their storages are already half-updated in memory mid-batch, so
-        there a query is served between the batch's awaits, as before."""
-        if self.cfg.store != "sqlite" or (search and self.serving and not self.ready):
-            # During the first sync the search index is written and committed before the
-            # long batches, which no longer touch it: search need not wait for them.
-            yield
-            return
-        try:
-            await asyncio.wait_for(self._batch_lock.acquire(), QUERY_WAIT_S)
-        except TimeoutError:
-            what = "the initial sync" if not self.ready else "a batch"
-            raise ProtocolError("busy", f"{what} is being applied; retry shortly") from None
-        try:
-            yield
-        finally:
-            self._batch_lock.release()
-
-    async def _answer(self, ev: dict[str, Any], emit: Callable[[str], None]) -> dict[str, Any]:
-        llm = self.cfg.llm()
-        if llm is None:
-            raise ProtocolError("no_llm", NO_LLM)
-        try:
-            return await answer(llm, self.costs, ev["question"], ev, emit)
-        except LLMError as exc:
-            raise ProtocolError("llm_failed", str(exc)) from exc
-        finally:
-            await self._recount()  # the call's tokens are in the cost ledger now
-
     async def _dispatch(
         self, op: Any, req: dict[str, Any], emit: Callable[[str], None] = lambda _: None
     ) -> tuple[Any, bool]:
@@ -431,48 +386,19 @@ class Daemon:
             return self.status(), False
         if op == "stop":
             return {"stopping": True}, True
-        vg = self.index.graph  # "busy" until the vault is loaded
-        if op in api.GRAPH_OPS:
-            return api.GRAPH_OPS[op](vg, req), False
-        if op == "freshness":
-            return browse.freshness(vg, req.get("paths"), self.watcher.pending()), False
-        if op == "query":
-            args = (
-                req.get("text"),
-                req.get("mode") or self.cfg.query_mode,
-                req.get("budget") or self.cfg.query_budget,
-                req.get("explain", False),
-                req.get("where"),
-            )
-            if self.serving and not self.ready:  # still embedding: the graph and BM25 now
-                ev = await api.query(self.index, *args, vectors=False)
-                ev["partial"] = {"embedded": self.progress.done, "total": self.progress.total}
-            else:
-                async with self._consistent():
-                    ev = await api.query(self.index, *args)
-            if req.get("answer"):
-                ev["answer"] = await self._answer(ev, emit)
-            else:
-                ev["llm"] = "configured" if self.cfg.llm() else NO_LLM
-            return ev, False
-        if op in api.INDEX_OPS:
-            async with self._consistent(search=True):  # in a thread: it may read notes
-                return await asyncio.to_thread(api.INDEX_OPS[op], self.index, req), False
-        if op == "cost":
-            return self.costs.totals(self.cfg.llm_prices), False
         if op == "reindex":
+            _ = self.index  # "busy" until the vault is loaded
             self._spawn(self._reindex())
             return {"started": True}, False
-        raise ProtocolError(
-            "unknown_op",
-            f"unknown op {op!r}; known: {', '.join(OPS)}",
-        )
+        if op in reads.OPS:
+            return await reads.read(self, op, req, emit), False
+        raise ProtocolError("unknown_op", f"unknown op {op!r}; known: {', '.join(OPS)}")
 
     def embedding(self) -> bool:
         """A batch is embedding texts right now (status shows its progress)."""
         return self.busy and self.progress.total > 0 and self.progress.done < self.progress.total
 
-    async def _recount(self) -> None:
+    async def recount(self) -> None:
         """The store's counts for ``status``, read in a worker thread after a batch wrote:
         a status call never queries the store (counting 100k rows takes tens of ms, and
         waits for any statement a batch thread is running on the same connection); the

@@ -34,7 +34,7 @@ from wikid.store.lock import StoreLock
 from wikid.store.migrate import migrate, needs_migration
 from wikid.store.rag import Store, warm
 from wikid.store.relocate import adopt
-from wikid.store.retrieve import retrieve
+from wikid.store.retrieve import chunk_vectors, nearest_chunks, retrieve
 from wikid.sync import restart
 from wikid.sync.extract import ExtractionCache, Extractor, Job
 from wikid.sync.implicit import ImplicitIndex
@@ -362,6 +362,20 @@ class Index:
         """The store's entities, relations and chunks for a question, at most ``pools``
         of each, as ``aquery_data`` would rank them (``store.retrieve``: a third of its time)."""
         return await retrieve(self.store.rag, question, high, low, mode, pools)
+
+    def spans(self, path: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        """A note's chunk ids and their start lines, as stored (empty: not a note)."""
+        return self.sink.mapper.spans(path) if path in self.vg.notes else ((), ())
+
+    async def nearest_chunks(self, ids: list[str], k: int) -> dict[str, list[dict[str, Any]]]:
+        """For each stored chunk of ``ids``, the ``k`` stored chunks nearest it by
+        meaning, best first, each with its note (``file_path``) and cosine (``distance``)."""
+        return await nearest_chunks(self.store.rag, ids, k)
+
+    async def chunk_vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these chunks, as float32 arrays (absent ones left out)."""
+        found = await chunk_vectors(self.store.rag.chunks_vdb, ids)
+        return {k: np.asarray(v, np.float32) for k, v in found.items()}
 
     async def chunk_rows(self, ids: Iterable[str]) -> list[dict[str, Any] | None]:
         rows: list[dict[str, Any] | None] = await self.store.rag.text_chunks.get_by_ids(list(ids))

@@ -1,0 +1,255 @@
+"""The notes related to a note: near it in meaning, close to it in the graph, and why.
+
+Why two signals, fused: meaning alone (Smart Connections' view) misses a short note
+whose kin share its links and tags but not its words, and ranks a passing mention as
+high as a note on the subject; the graph alone ranks a tag's hundred members alike.
+Each signal ranks the candidates and reciprocal-rank fusion adds the ranks
+(``ask.fuse``), so neither's scale needs calibrating against the other's.
+
+- meaning: each of the note's chunks (the first ``MAX_CHUNKS``) asks the store's chunk
+  vectors for its ``PER_CHUNK`` nearest, in one scan; a note's score is its best chunk
+  pair's cosine, and that pair is the reason shown.
+- graph: Adamic-Adar over the neighbours either way (links, backlinks, tags, property
+  targets, unwritten targets): each shared neighbour ``z`` adds ``1 / log(degree z)``,
+  so a rare tag counts for more than a common one. A neighbour of more than
+  ``MAX_DEGREE`` nodes (a tag on half the vault) says little and costs much: skipped.
+  Ties (a tag's members) are broken by meaning.
+
+Notes already linked either way are left out unless asked for: the user knows them.
+Fresh by construction: the graph and the vectors are the ones every edit updates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import defaultdict
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from wikid.ask.fuse import Ranked, fuse
+from wikid.core.graph import GHOST, TAG, VaultGraph
+
+if TYPE_CHECKING:
+    from wikid.sync.index import Index
+
+MAX_CHUNKS = 32  # a long note asks with its first chunks only: one scan costs per column
+PER_CHUNK = 24  # nearest chunks asked for per chunk of the note
+MAX_DEGREE = 1000
+LINK = 1 / math.log(2)  # a linked note's graph score: a neighbour shared with it alone
+GRAPH_POOL = 50  # the graph's best candidates, scored by meaning too
+# Smaller than a query's 10: each signal's first few places decide. Measured on the
+# hand-checked sets (tests/questions.json), recall@10 typed / tasks-docs: k=5 .967 /
+# .982, k=10 .904 / .964, k=60 .842 / .946; a note only one signal finds at its top
+# (a film and the book it echoes, with no link between) then stays on the first page.
+RRF_K = 5
+SHOWN = 5  # shared neighbours shown per result
+SNIPPET = 200  # characters of the matching chunk shown
+
+
+@dataclass
+class _Near:
+    """A candidate note's best chunk pair with the note asked about."""
+
+    score: float
+    line: int  # where the pair's chunk starts in the note asked about
+    chunk: str  # the candidate's chunk
+    text: str
+
+
+@dataclass
+class _Graph:
+    score: float = 0.0
+    shared: list[tuple[float, str]] = field(default_factory=list)  # (weight, node)
+    linked: bool = False  # a link either way (kept only when asked for)
+
+
+SIGNALS = ("vector", "graph")  # meaning, and the graph's Adamic-Adar
+
+
+async def related(
+    index: Index,
+    path: str,
+    limit: int = 10,
+    offset: int = 0,
+    include_linked: bool = False,
+    among: Collection[str] | None = None,
+    vectors: bool = True,
+) -> dict[str, Any]:
+    """One page of the notes related to ``path`` (a note of the graph), best first,
+    each with why; ``among``: only these notes; ``vectors`` False: the graph alone
+    (the store is still being embedded)."""
+    signals = SIGNALS if vectors else ("graph",)
+    found = await _found(index, path, include_linked, among, signals)
+    ranked, near, graph, linked = found
+    page = ranked[offset : offset + limit]
+    await _texts(index, [near[r.path] for r in page if r.path in near])
+    out = [
+        _result(index, r.path, r.score, r.sources, near.get(r.path), graph.get(r.path))
+        for r in page
+    ]
+    return {
+        "note": path,
+        "related": out,
+        "total": len(ranked),
+        "next_cursor": str(offset + limit) if offset + limit < len(ranked) else None,
+        "linked_left_out": 0 if include_linked else len(linked),
+        **({} if vectors else {"meaning": "not yet: the store is being embedded"}),
+    }
+
+
+async def ranked(
+    index: Index, path: str, signals: Collection[str] = SIGNALS, include_linked: bool = False
+) -> list[str]:
+    """The related notes' paths, best first, by these of ``SIGNALS`` only (one alone
+    is a baseline the fusion is measured against)."""
+    return [r.path for r in (await _found(index, path, include_linked, None, signals))[0]]
+
+
+async def _found(
+    index: Index,
+    path: str,
+    include_linked: bool,
+    among: Collection[str] | None,
+    signals: Collection[str],
+) -> tuple[list[Ranked], dict[str, _Near], dict[str, _Graph], set[str]]:
+    ids, lines = index.spans(path)
+    near: dict[str, _Near] = {}
+    if "vector" in signals:
+        near = await _by_meaning(index, path, dict(zip(ids, lines, strict=True)))
+    async with index.graph_still:  # the walk of the graph, off the event loop
+        graph, linked = await asyncio.to_thread(_by_graph, index.graph, path)
+    if "graph" not in signals:
+        graph = {}
+    elif include_linked:  # a link counts as a neighbour shared with no other note
+        for p in linked:
+            graph.setdefault(p, _Graph()).score += LINK
+            graph[p].linked = True
+    if graph and "vector" in signals:  # the graph's best, scored by meaning too
+        best = sorted(graph, key=lambda p: (-graph[p].score, p))[:GRAPH_POOL]
+        await _fill(index, lines[:MAX_CHUNKS], ids[:MAX_CHUNKS], near, best)
+    notes = index.graph.notes
+    keep = {
+        p
+        for p in near.keys() | graph.keys()
+        if p != path and p in notes and (include_linked or p not in linked)
+    }
+    meaning = sorted((p for p in keep if p in near), key=lambda p: (-near[p].score, p))
+    tie = {p: near[p].score if p in near else -1.0 for p in keep}
+    by_graph = sorted((p for p in keep if p in graph), key=lambda p: (-graph[p].score, -tie[p], p))
+    fused = fuse({"vector": meaning, "graph": by_graph}, RRF_K).values()
+    ranked = sorted(fused, key=lambda r: r.rank)
+    if among is not None:  # the filters select from the one ranking, its order kept
+        ranked = [r for r in ranked if r.path in among]
+    return ranked, near, graph, linked
+
+
+async def _by_meaning(index: Index, path: str, lines: dict[str, int]) -> dict[str, _Near]:
+    """Each note with a chunk near one of ``path``'s chunks -> its best pair."""
+    asked = list(lines)[:MAX_CHUNKS]
+    found = await index.nearest_chunks(asked, PER_CHUNK)
+    best: dict[str, _Near] = {}
+    for cid, hits in found.items():
+        for hit in hits:
+            other, score = hit.get("file_path"), float(hit.get("distance", 0.0))
+            if not other or other == path:
+                continue
+            if other not in best or score > best[other].score:
+                best[other] = _Near(score, lines[cid], hit["id"], hit.get("content", ""))
+    return best
+
+
+async def _fill(
+    index: Index, lines: Sequence[int], ids: Sequence[str], near: dict[str, _Near], notes: list[str]
+) -> None:
+    """The best chunk pair of each of ``notes`` that the nearest-chunk search missed,
+    so that a note close in the graph has a meaning rank too (a short note's kin are
+    often outside its chunks' nearest few dozen)."""
+    missing = [p for p in notes if p not in near]
+    theirs = {p: index.spans(p)[0][:MAX_CHUNKS] for p in missing}
+    vectors = await index.chunk_vectors(list(ids) + [c for cs in theirs.values() for c in cs])
+    mine = [(c, line) for c, line in zip(ids, lines, strict=True) if c in vectors]
+    if not mine:
+        return
+    m = _unit(np.stack([vectors[c] for c, _ in mine]))
+    for p, cs in theirs.items():
+        have = [c for c in cs if c in vectors]
+        if have:
+            sims = _unit(np.stack([vectors[c] for c in have])) @ m.T  # theirs x mine
+            i, j = np.unravel_index(int(np.argmax(sims)), sims.shape)
+            near[p] = _Near(float(sims[i, j]), mine[j][1], have[i], "")
+
+
+async def _texts(index: Index, pairs: list[_Near]) -> None:
+    """The matching chunk's text, for the pairs ``_fill`` found (the shown page only)."""
+    blank = [n for n in pairs if not n.text]
+    rows = await index.chunk_rows([n.chunk for n in blank]) if blank else []
+    for n, row in zip(blank, rows, strict=True):
+        n.text = (row or {}).get("content", "")
+
+
+def _unit(m: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(norms == 0, 1.0, norms)
+
+
+def _by_graph(vg: VaultGraph, path: str) -> tuple[dict[str, _Graph], set[str]]:
+    """Adamic-Adar of every note sharing a neighbour with ``path``, and the notes
+    ``path`` links or is linked by."""
+    g = vg.g
+    if path not in g:
+        return {}, set()
+    around = set(g.succ[path]) | set(g.pred[path])
+    out: dict[str, _Graph] = defaultdict(_Graph)
+    for z in around:
+        members = set(g.succ[z]) | set(g.pred[z])
+        if not 1 < len(members) <= MAX_DEGREE:
+            continue
+        weight = 1.0 / math.log(len(members))
+        for m in members:
+            if m != path and m in vg.notes:
+                out[m].score += weight
+                out[m].shared.append((weight, z))
+    return dict(out), {z for z in around if z in vg.notes}
+
+
+def _shown(vg: VaultGraph, node: str) -> str:
+    if node.startswith(TAG):
+        return "#" + node[len(TAG) :]
+    if node.startswith(GHOST):
+        return node[len(GHOST) :] + " (no note yet)"
+    return node
+
+
+def _result(
+    index: Index,
+    path: str,
+    score: float,
+    ranks: dict[str, int],
+    near: _Near | None,
+    graph: _Graph | None,
+) -> dict[str, Any]:
+    vg = index.graph
+    why: dict[str, Any] = {
+        "ranks": {"meaning": ranks.get("vector"), "graph": ranks.get("graph")},
+    }
+    if near is not None:
+        ids, starts = index.spans(path)
+        text = " ".join(near.text.split())
+        why["meaning"] = {
+            "score": round(near.score, 3),
+            "line": near.line,
+            "their_line": starts[ids.index(near.chunk)] if near.chunk in ids else None,
+            "text": text[:SNIPPET] + ("…" if len(text) > SNIPPET else ""),
+        }
+    if graph is not None:
+        shared = sorted(graph.shared, key=lambda w: (-w[0], w[1]))[:SHOWN]
+        why["graph"] = {
+            "score": round(graph.score, 3),
+            "shared": [_shown(vg, z) for _, z in shared],
+            **({"linked": True} if graph.linked else {}),
+        }
+    return {"path": path, "title": vg.notes[path].title, "score": round(score, 4), "why": why}
