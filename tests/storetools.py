@@ -39,12 +39,13 @@ def seed_ledger(target: Path, seed: Path) -> None:
 
 
 async def fresh_export(
-    vault: Path, seed_vectors: Path | None = None, **kwargs: Any
+    vault: Path, seed_vectors: Path | None = None, with_props: bool = False, **kwargs: Any
 ) -> dict[str, Any]:
     """Export of a store built from scratch from the vault as it is now.
 
     ``seed_vectors``: a ledger whose embedding cache (text hash -> vector) is copied
-    in first; the store itself still starts empty."""
+    in first; the store itself still starts empty. ``with_props``: the property
+    filters' rows too, as ``"props"``."""
     with tempfile.TemporaryDirectory() as wd:
         workspace = unique_workspace("fresh")
         if seed_vectors is not None:
@@ -53,9 +54,16 @@ async def fresh_export(
         idx = await Index.open(vault, Path(wd), workspace=workspace, **kwargs)
         try:
             await idx.sync()
-            return await export_store(idx.store)
+            out = await export_store(idx.store)
+            return {**out, "props": props_rows(idx)} if with_props else out
         finally:
             await idx.close()
+
+
+def props_rows(idx: Index) -> list[tuple[Any, ...]]:
+    """The property filters' rows (``sync/props.py``), sorted."""
+    conn = idx.sink.search.db.conn
+    return sorted(conn.execute("SELECT path, key, val, num FROM props").fetchall())
 
 
 def assert_same_store(a: dict[str, Any], b: dict[str, Any]) -> None:

@@ -231,7 +231,10 @@ class VaultGraph:
                 if self._doubt(f, note, old, confirm_empty):
                     continue
                 if note is not None and old is not None and note.digest == old.digest:
-                    if note.stat != old.stat:  # touched, not changed: the new stat is kept
+                    # Touched, not changed (or changed too recently to tell: a racy
+                    # stat is None): the new stat is kept, and the dates that default
+                    # to the mtime are written again (``Sink.restamp``).
+                    if note.stat != old.stat or note.stat is None:
                         self._restat[f] = note.lean()  # (the same text: no body to keep)
                     continue
                 if note is None and old is None:
