@@ -140,6 +140,16 @@ def queries(d: DaemonProc, n: int) -> list[float]:
     return out
 
 
+def related(d: DaemonProc, notes: list[str], n: int) -> list[float]:
+    """``related`` over the socket, first page, for ``n`` notes drawn at random."""
+    out = []
+    for note in random.Random(6).sample(notes, min(n, len(notes))):
+        t = time.perf_counter()
+        d.call("related", note=note)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
 def print_stalls(name: str, log: Path, worst: int = 8) -> None:
     """The daemon's ``loop stall`` events (``WIKID_STALL_MS``), the longest first, with
     the stacks the loop was seen in: what to look at when ``status`` is slow."""
@@ -185,6 +195,7 @@ def one(
     lat = edits_visible(d, vault, notes, edits)
     d.settle()  # the edits' store writes: a query would wait for them
     q = queries(d, nq)
+    kin = related(d, notes, 4 * nq)
     d.stop()
     for i in range(edits):  # offline edits, then a restart
         with open(vault / notes[(i * 104729) % len(notes)], "a", encoding="utf-8") as fh:
@@ -225,6 +236,10 @@ def one(
             f"max {max(cold['cold_edits'] or [0]):.0f} ms",
         ),
         (f"query p50, {nq} queries", f"{statistics.median(q):.0f} ms (p99 {pct(q, 0.99):.0f} ms)"),
+        (
+            f"related p50, {len(kin)} notes",
+            f"{statistics.median(kin):.0f} ms (p99 {pct(kin, 0.99):.0f} ms)",
+        ),
         (
             "query p50, after the restart",
             f"{statistics.median(q_restarted):.0f} ms (p99 {pct(q_restarted, 0.99):.0f} ms)",
