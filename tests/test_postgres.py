@@ -18,6 +18,7 @@ from storetools import assert_same_store, fresh_export, unique_workspace
 from test_graph_invariant import bodies, ops, paths
 from test_sink import check_incremental_equals_fresh
 
+from wikid.server import api
 from wikid.store.export import export_store
 from wikid.store.postgres import PostgresConfigError, configure
 from wikid.sync.index import Index
@@ -76,6 +77,43 @@ def test_two_vaults_in_one_database_do_not_mix(
     assert names_a == {"Alpha", "Beta"} and names_b == {"Gamma", "Delta", "#tag"}
     assert not {c["id"] for c in a["chunks"]} & {c["id"] for c in b["chunks"]}
     assert_same_store(a, asyncio.run(fresh_export(one, backend="postgres", postgres_url=pg_url)))
+
+
+def test_related_notes_are_the_same_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    """``related`` asks another backend once per chunk (no one-scan ``nearest``), and
+    PostgreSQL's rows carry no cosine: the answers, scores included, are SQLite's."""
+    vault = tmp_path / "v"
+    write(
+        vault,
+        "Sea.md",
+        "Storms, nets and a lighthouse keeper. #coast\n\n## Boats\nFishing boats.\n",
+    )
+    write(vault, "Harbour.md", "Fishing boats come home before the gale. #coast\n")
+    write(vault, "Keeper.md", "A lamp kept lit on a rock through winter storms.\n")
+    write(vault, "Ledger.md", "Quarterly invoices and payroll. See [[Sea]].\n")
+    write(vault, "Bread.md", "A sourdough starter fed twice a day.\n")
+
+    async def answers(**kw: Any) -> list[Any]:
+        idx = await Index.open(vault, tmp_path / "wd", workspace=unique_workspace("rel"), **kw)
+        try:
+            await idx.sync()
+            got = []
+            for note in ("Sea", "Bread", "Ledger"):
+                res = await api.related(idx, {"note": note})
+                got.append(
+                    [(r["path"], r["why"].get("meaning", {}).get("score")) for r in res["related"]]
+                )
+            return got
+        finally:
+            await idx.close()
+
+    sqlite = asyncio.run(answers())
+    assert sqlite[0][0][0] == "Harbour.md" and all(s for _, s in sqlite[0])
+    pg = asyncio.run(answers(backend="postgres", postgres_url=pg_url))
+    assert [[p for p, _ in a] for a in pg] == [[p for p, _ in a] for a in sqlite]
+    for a, b in zip(pg, sqlite, strict=True):  # SQLite's query vectors pass through float16
+        for (_, x), (_, y) in zip(a, b, strict=True):
+            assert (x is None) == (y is None) and (x is None or abs(x - y) < 0.005), (a, b)
 
 
 def test_a_password_in_the_url_is_refused() -> None:

@@ -71,6 +71,9 @@ def test_links_and_search_answer_while_the_first_sync_embeds(tmp_path: Path) -> 
                     q = d.call("query", text="Which note does N007 link to?")
                     assert q["partial"]["embedded"] < q["partial"]["total"], q["partial"]
                     assert {"N007.md", "N008.md"} <= set(q["notes"]) and q["llm_calls"] == 0
+                    kin = d.call("related", note="N007.md")  # the graph alone, and it says so
+                    assert kin["meaning"].startswith("not yet"), kin
+                    assert {r["path"] for r in kin["related"]} == {"N005.md", "N009.md"}
                 answered_early += 1
             time.sleep(0.2)
         assert d.call("status")["ready"]

@@ -42,9 +42,9 @@ MAX_DEGREE = 1000
 LINK = 1 / math.log(2)  # a linked note's graph score: a neighbour shared with it alone
 GRAPH_POOL = 50  # the graph's best candidates, scored by meaning too
 # Smaller than a query's 10: each signal's first few places decide. Measured on the
-# hand-checked sets (tests/questions.json), recall@10 typed / tasks-docs: k=5 .967 /
-# .982, k=10 .904 / .964, k=60 .842 / .946; a note only one signal finds at its top
-# (a film and the book it echoes, with no link between) then stays on the first page.
+# hand-checked sets (tests/questions.json), recall@10 typed / vaultofknowledge: k=5
+# .967 / .841, k=10 .904 / .826, k=60 .842 / .811; a note only one signal finds at its
+# top (a film and the book it echoes, no link between) then stays on the first page.
 RRF_K = 5
 SHOWN = 5  # shared neighbours shown per result
 SNIPPET = 200  # characters of the matching chunk shown

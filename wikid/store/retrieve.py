@@ -212,7 +212,20 @@ async def nearest_chunks(rag: Any, ids: list[str], k: int) -> dict[str, list[dic
     if hasattr(vdb, "nearest"):
         matrix = np.stack([np.asarray(found[c], np.float32) for c in keys])
         return dict(zip(keys, await vdb.nearest(matrix, k), strict=True))
-    return {c: await vdb.query("", top_k=k, query_embedding=found[c]) for c in keys}
+    out = {c: await vdb.query("", top_k=k, query_embedding=found[c]) for c in keys}
+    # PostgreSQL's rows come ranked but without their cosine: computed from the vectors.
+    unscored = list({h["id"] for hits in out.values() for h in hits if "distance" not in h})
+    theirs = await chunk_vectors(vdb, unscored) if unscored else {}
+    for c, hits in out.items():
+        for h in hits:
+            if "distance" not in h and h["id"] in theirs:
+                h["distance"] = _cosine(found[c], theirs[h["id"]])
+    return out
+
+
+def _cosine(a: Any, b: Any) -> float:
+    x, y = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    return float(x @ y) / (float(np.linalg.norm(x) * np.linalg.norm(y)) or 1.0)
 
 
 async def chunk_vectors(chunks_vdb: Any, ids: list[str]) -> dict[str, Any]:
