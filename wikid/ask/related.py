@@ -168,8 +168,9 @@ async def _fill(
     """The best chunk pair of each of ``notes`` that the nearest-chunk search missed,
     so that a note close in the graph has a meaning rank too (a short note's kin are
     often outside its chunks' nearest few dozen)."""
-    missing = [p for p in notes if p not in near]
-    theirs = {p: index.spans(p)[0][:MAX_CHUNKS] for p in missing}
+    theirs = {p: index.spans(p)[0][:MAX_CHUNKS] for p in notes if p not in near}
+    if not theirs:  # all found by the search already: no vectors to read
+        return
     vectors = await index.chunk_vectors(list(ids) + [c for cs in theirs.values() for c in cs])
     mine = [(c, line) for c, line in zip(ids, lines, strict=True) if c in vectors]
     if not mine:

@@ -165,7 +165,7 @@ class Daemon:
         )
         self.watcher.start(loop)  # before the initial sync, so no change during it is missed
         self._phase("initial sync")
-        async with self.batch_lock:  # queries wait for it (see _consistent)
+        async with self.batch_lock:  # queries wait for it (see reads._consistent)
             self.busy = True
             self.index.let_in(Live(self._live_due, self._live_batch, self.stopping.is_set))
             try:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from wikid.store._vector_index import normalized
 from wikid.store.ids import split_sources
 
 LOCAL = ("local", "hybrid", "mix")  # modes that search entities by the low-level keywords
@@ -224,8 +225,8 @@ async def nearest_chunks(rag: Any, ids: list[str], k: int) -> dict[str, list[dic
 
 
 def _cosine(a: Any, b: Any) -> float:
-    x, y = np.asarray(a, np.float32), np.asarray(b, np.float32)
-    return float(x @ y) / (float(np.linalg.norm(x) * np.linalg.norm(y)) or 1.0)
+    x, y = normalized(np.asarray([a, b], np.float32))
+    return float(x @ y)
 
 
 async def chunk_vectors(chunks_vdb: Any, ids: list[str]) -> dict[str, Any]:
