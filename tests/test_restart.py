@@ -18,10 +18,10 @@ from typing import Any
 
 from graphtools import delete, write
 from graphtools import snapshot as graph_snapshot
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from storetools import assert_same_store, fresh_export, unique_workspace
-from test_graph_invariant import _apply, bodies, ops, paths
+from test_graph_invariant import _apply, _canvas_text, bodies, ops, paths
 
 from wikid.core.graph import VaultGraph
 from wikid.store.export import export_store
@@ -200,6 +200,22 @@ def saved_graph(wd: Path) -> Path:
 @given(
     st.lists(st.tuples(paths, bodies), min_size=1, max_size=6),
     st.lists(st.tuples(st.lists(ops, min_size=1, max_size=4), st.booleans()), max_size=3),
+)
+# A vault emptied offline, then given one empty canvas, with the saved graph lost: the
+# empty parse cache is an empty vault's, a valid start (it was once taken for a wiped one).
+@example(
+    initial=[("Delta Note.md", "# Local\n\n\n")],
+    rounds=[
+        (
+            [
+                ("delete", "Delta Note.md", None),
+                ("write", "Board.canvas", _canvas_text([], [], [])),
+                ("delete", "Board.canvas", None),
+            ],
+            False,
+        ),
+        ([("write", "Board.canvas", _canvas_text([], [], []))], True),
+    ],
 )
 def test_restarts_after_offline_changes_equal_a_fresh_build(
     initial: list[Any], rounds: list[tuple[list[Any], bool]]

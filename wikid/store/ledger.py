@@ -56,6 +56,9 @@ CREATE INDEX IF NOT EXISTS files_kind ON files(kind, path);
 FileRow = tuple[str, bytes | None] | None
 
 KINDS = ("entity", "relation", "chunk", "doc")
+# The meta key holding the parse cache's fingerprint (``sync.restart``): "" while a full
+# reconcile runs, absent when there is no cache to trust.
+PARSE_CACHE = "parse_cache"
 
 
 @dataclass
@@ -263,6 +266,9 @@ class Ledger:
         ``keep_vectors``, all but the cache of vectors by text (the model is the same)."""
         tables = ["notes", "entities", "relations", "chunks", "docs", "pending", "files"]
         with self._tx():
+            # The parse cache's stamp goes with its rows: an emptied cache is not an
+            # empty vault's, and a restart must not trust it.
+            self.db.execute("DELETE FROM meta WHERE key=?", (PARSE_CACHE,))
             for table in tables if keep_vectors else [*tables, "vectors"]:
                 self.db.execute(f"DELETE FROM {table}")
 

@@ -142,8 +142,8 @@ class Index:
                 restart.plan, store.ledger, vault, options, extraction is not None
             )
             over, (plan, reason) = await asyncio.gather(store.open(), asyncio.to_thread(read_cache))
-            if over:
-                plan, reason = await asyncio.to_thread(read_cache)
+            if over:  # the ledger was wiped: its parse cache is empty, not an empty vault's
+                plan, reason = None, "the store was started over"
             store.ledger.set_meta({"vault": str(vault.resolve())})
             if isinstance(model, LoadingMiniLM):
                 await asyncio.wrap_future(model.ready)

@@ -38,7 +38,7 @@ from wikid.core.graph import GHOST, TAG, VaultGraph
 from wikid.core.note import Note
 from wikid.core.vault import Snapshot, VaultFilter, VaultOptions, is_note, snapshot
 from wikid.store.heap import building
-from wikid.store.ledger import FileRow, Ledger
+from wikid.store.ledger import PARSE_CACHE, FileRow, Ledger
 from wikid.sync.records import Namer, Spans
 
 # Bump when what a cached row means changes, or when the records made from the same notes
@@ -55,7 +55,7 @@ FORMAT = 7
 # and the cache stays valid. 2: groups of paths as tuples (``core._groups``), edges
 # with equal attributes sharing one dict; 3: notes as heads, their payload in the cache.
 GRAPH_LAYOUT = 3
-META_KEY = "parse_cache"
+META_KEY = PARSE_CACHE
 SAVED = "wikid-graph.pickle"  # beside the ledger's file
 _BAD_PICKLE = (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError)
 
@@ -196,8 +196,6 @@ def _from_cache(ledger: Ledger, root: Path, options: VaultOptions) -> tuple[Rest
                 attachments.add(path)
     except _BAD_PICKLE:
         return None, "the parse cache cannot be read"
-    if not notes and not attachments:  # a store started over (or an empty vault's)
-        return None, "the parse cache is empty"
     if {p: n.digest for p, n in notes.items()} != ledger.digests():
         return None, "the parse cache disagrees with the ledger"
     graph = VaultGraph.from_notes(root, options, notes, attachments)
