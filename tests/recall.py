@@ -23,8 +23,11 @@ QUESTIONS = Path(__file__).parent / "questions.json"
 KINDS = ("relational", "paraphrase", "multi-hop", "lookup")
 
 
-def questions(vault: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = json.loads(QUESTIONS.read_text("utf-8"))[vault]
+def questions(vault: str, held_out: bool = False) -> list[dict[str, Any]]:
+    """A vault's question set; ``held_out``: the harder one (issue 49), written before
+    any tuning and asked of the whole vault, kept fixed since."""
+    sets = json.loads(QUESTIONS.read_text("utf-8"))
+    items: list[dict[str, Any]] = (sets["held-out"] if held_out else sets)[vault]
     return items
 
 
@@ -37,6 +40,7 @@ def needed(q: dict[str, Any]) -> set[str]:
 class Tally:
     n: int = 0
     ours: int = 0
+    candidates: int = 0  # every needed note was among the candidates the pick chose from
     bm25: int = 0
     lightrag: int = 0
     tokens: int = 0
@@ -53,17 +57,18 @@ async def score(
         t = out[q["kind"]]
         want = needed(q)
         start = time.perf_counter()
-        ev = await wq.evidence(idx, q["question"], "mix", budget)
+        ev = await wq.evidence(idx, q["question"], "mix", budget, explain=True)
         t.ms.append((time.perf_counter() - start) * 1000)
         assert ev["llm_calls"] == 0 and ev["tokens"] <= budget
         t.n += 1
         t.tokens += ev["tokens"]
+        t.candidates += want <= set(ev["explain"]["candidates"])
         if want <= set(ev["notes"]):
             t.ours += 1
         else:
             t.missed.append(f"{q['question']} (missing {sorted(want - set(ev['notes']))})")
+        t.bm25 += want <= {h.path for h in idx.search(q["question"], 8, None, None)}
         if baselines:
-            t.bm25 += want <= {h.path for h in idx.search(q["question"], 8, None, None)}
             cut = await wq.baseline(idx, q["question"], "mix", budget)
             t.lightrag += want <= wq.paths_of(cut)
     return dict(out)
@@ -78,7 +83,8 @@ def table(name: str, tallies: dict[str, Tally]) -> list[str]:
         ms = sorted(t.ms)
         p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
         rows.append(
-            f"{name:<17} {kind:<10} {t.n:>3}  ours {t.ours / t.n:5.2f}  bm25@8 {t.bm25 / t.n:5.2f}"
+            f"{name:<17} {kind:<10} {t.n:>3}  ours {t.ours / t.n:5.2f}"
+            f"  candidates {t.candidates / t.n:5.2f}  bm25@8 {t.bm25 / t.n:5.2f}"
             f"  lightrag {t.lightrag / t.n:5.2f}  tokens {t.tokens / t.n:6.0f}"
             f"  p50 {ms[len(ms) // 2]:5.0f} ms  p99 {p99:5.0f} ms"
         )

@@ -528,6 +528,16 @@ def _puts_and_drops(
         assert index.candidates(v, 1) == [[k]]
     if model:  # many queries in one scan: each finds its own
         assert index.candidates(np.array(list(model.values())), 1) == [[k] for k in model]
+        # Rows read by id (a question's second hop): the int8 cosine, within 2% of the
+        # exact one; absent and unstorable ids left out.
+        q = rng.standard_normal(8).astype(np.float32)
+        asked = [*list(model)[::2], "absent", "é"]
+        got = index.similarity(q, asked)
+        assert set(got) == set(list(model)[::2])
+        unit_q = normalized(q.reshape(1, 8))[0]
+        for k, cos in got.items():
+            exact = float(normalized(model[k].reshape(1, 8))[0] @ unit_q)
+            assert abs(cos - exact) < 0.02, (k, cos, exact)
 
 
 def test_the_vector_matrix_file_is_read_back_only_while_it_matches_the_rows(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from lightrag import QueryParam
 
+from wikid.ask import hop
 from wikid.ask.evidence import (
     POOLS,
     STOP_RULES,
@@ -33,8 +34,17 @@ from wikid.ask.evidence import (
     select,
     truncate,
 )
-from wikid.ask.fuse import Ranked, best_chunk, card, fuse, home, path_items, vector_order
-from wikid.ask.walk import Meaning, reach
+from wikid.ask.fuse import (
+    Ranked,
+    best_chunk,
+    card,
+    fuse,
+    home,
+    hop_items,
+    path_items,
+    vector_order,
+)
+from wikid.ask.walk import Meaning, Reached, reach
 from wikid.core.words import question_keywords, terms
 from wikid.store.ids import split_sources
 from wikid.sync.search import Hit
@@ -173,27 +183,63 @@ def _meaning(index: Index) -> Meaning:
     return Meaning(index.embed, _LABELS.setdefault(index.model_id, {}))
 
 
-def _pool(
+@dataclass
+class Ranking:
+    """What the retrievers found before the pick: the seeds the question names, the
+    walk's finds, the fused ranking of notes, and the second hop's plan."""
+
+    seeded: dict[str, str]
+    reached: list[Reached]
+    lists: dict[str, list[str]]  # retriever -> its notes, best first
+    fused: dict[str, Ranked]
+    hop_plan: hop.Plan | None = None
+
+
+def _rank(
     index: Index,
     question: str,
     names: list[tuple[str, str]],
     vector_items: list[Item],
     hits: list[Hit],
-    among: frozenset[str] | None = None,
-) -> tuple[list[Item], dict[str, Ranked], dict[str, str]]:
-    """Every candidate item, each with the prior of its best-ranked note, the fused
-    ranking of notes, and the seeds the question names; ``hits``: full-text search's.
-    ``among``: only items of these notes (what the query's filters let through)."""
+    among: frozenset[str] | None,
+) -> Ranking:
+    """The walk and the fused ranking; with the store's vectors, the links of the best
+    fused notes to follow (``ask.hop``)."""
     vg = index.graph
     seeded, reached = reach(vg, question, names, _meaning(index), GRAPH_POOL)
-    ranking = fuse(
-        {
-            "graph": [home(vg, r) for r in reached],
-            "named": [p for p in seeded if p in vg.notes],
-            "bm25": [h.path for h in hits],
-            "vector": vector_order(vector_items),
-        }
-    )
+    lists = {
+        "graph": [home(vg, r) for r in reached],
+        "named": [p for p in seeded if p in vg.notes],
+        "bm25": [h.path for h in hits],
+        "vector": vector_order(vector_items),
+    }
+    fused = fuse(lists)
+    ranking = Ranking(seeded, reached, lists, fused)
+    if vector_items:
+        top = sorted(fused.values(), key=lambda r: r.rank)
+        bases = [r.path for r in top if r.path in vg.notes][: hop.BASES]
+        ranking.hop_plan = hop.plan(vg, bases, index.spans)
+    return ranking
+
+
+def _pool(
+    index: Index,
+    question: str,
+    ranked: Ranking,
+    vector_items: list[Item],
+    hops: list[hop.Hop],
+    among: frozenset[str] | None = None,
+) -> list[Item]:
+    """Every candidate item, each with the prior of its best-ranked note (the fused
+    ranking, with the second hop's notes as a retriever of their own).
+    ``among``: only items of these notes (what the query's filters let through)."""
+    vg = index.graph
+    reached = ranked.reached
+    hops = [h for h in hops if _kept(h.note, among)]
+    if hops:
+        ranked.lists["hop"] = [h.note for h in hops]
+        ranked.fused = fuse(ranked.lists)
+    ranking = ranked.fused
     top = [r for r in sorted(ranking.values(), key=lambda r: r.rank) if _kept(r.path, among)]
     asked = terms(question)
     # The graph's best finds are candidates by their own rank too: a note two hops away
@@ -212,7 +258,8 @@ def _pool(
     pool: list[Item] = []
     seen: set[tuple[str, str]] = set()
     stored = {id(it) for it in vector_items}
-    for item in [*path_items(vg, reached), *cards, *vector_items, *filter(None, chunks)]:
+    hopped = hop_items(vg, hops, index.chunks)
+    for item in [*path_items(vg, reached), *hopped, *cards, *vector_items, *filter(None, chunks)]:
         if (
             (item.kind, item.key) in seen
             or (id(item) in stored and item.kind == "entity" and item.key in carded)
@@ -222,11 +269,12 @@ def _pool(
         seen.add((item.kind, item.key))
         notes = [item.extra["ranked_as"]] if "ranked_as" in item.extra else item.extra["paths"]
         fused = min((ranking[p].rank for p in notes if p in ranking), default=None)
-        ranks = [r for r in (fused, item.extra.get("walk_rank")) if r is not None]
+        own = [item.extra.get(k) for k in ("walk_rank", "hop_rank")]
+        ranks = [r for r in (fused, *own) if r is not None]
         item.prior = PRIOR / (1 + min(ranks)) if ranks else 0.0  # walked: its walk rank too
         item.extra.setdefault("why", {})["fused_rank"] = fused
         pool.append(item)
-    return pool, ranking, seeded
+    return pool
 
 
 def _kept(path: str, among: frozenset[str] | None) -> bool:
@@ -254,6 +302,7 @@ async def evidence(
     )
     calls = index.llm_calls
     vector_items: list[Item] = []
+    data: dict[str, Any] = {}
     try:
         mentioned = await asyncio.to_thread(index.names_in, question)
         high, low, names = keywords(index, question, mentioned)
@@ -269,7 +318,12 @@ async def evidence(
         question, mode, budget, explain, vectors, {"high": high, "low": low}, calls, among
     )
     async with index.graph_still:
-        return await asyncio.to_thread(_assemble, index, asked, hits, vector_items, names)
+        ranked = await asyncio.to_thread(_rank, index, question, names, vector_items, hits, among)
+        hops: list[hop.Hop] = []
+        if ranked.hop_plan is not None and ranked.hop_plan.chunks:
+            scores = await index.similarity(data["question_vector"], ranked.hop_plan.ids())
+            hops = hop.pick(ranked.hop_plan, question, scores)
+        return await asyncio.to_thread(_assemble, index, asked, ranked, hops, vector_items, names)
 
 
 @dataclass(frozen=True)
@@ -289,12 +343,14 @@ class Asked:
 def _assemble(
     index: Index,
     asked: Asked,
-    hits: list[Hit],
+    ranked: Ranking,
+    hops: list[hop.Hop],
     vector_items: list[Item],
     names: list[tuple[str, str]],
 ) -> dict[str, Any]:
     question, explain = asked.question, asked.explain
-    pool, ranking, seeded = _pool(index, question, names, vector_items, hits, asked.among)
+    pool = _pool(index, question, ranked, vector_items, hops, asked.among)
+    ranking, seeded = ranked.fused, ranked.seeded
     aspects = aspects_of(question, [n for n, _ in names], [p for _, p in names])
     chosen, used, stopped = select(pool, aspects, asked.budget, index.count_all)
     by_kind: dict[str, list[dict[str, Any]]] = {"entities": [], "relations": [], "chunks": []}
@@ -320,7 +376,12 @@ def _assemble(
         out["explain"] = {
             "named": seeded,
             "fused": [{"path": r.path, "rank": r.rank, "by": r.sources} for r in fused],
-            "retrievers": ["graph", "named", "bm25"] + (["vector"] if asked.vectors else []),
+            "retrievers": ["graph", "named", "bm25"]
+            + (["vector"] if asked.vectors else [])
+            + (["hop"] if "hop" in ranked.lists else []),
+            # Every note an item of the pool stands for: what the pick could have taken
+            # (a note missing here is a retrieval miss, not a selection miss).
+            "candidates": list(dict.fromkeys(it.path for it in pool if it.path)),
         }
     return out
 

@@ -126,7 +126,7 @@ def seeds(vg: VaultGraph, question: str, named: Iterable[tuple[str, str]]) -> di
     return out
 
 
-def _edges(vg: VaultGraph, node: str) -> Iterable[tuple[str, Step]]:
+def edges(vg: VaultGraph, node: str) -> Iterable[tuple[str, Step]]:
     """(neighbour, the edge) for every edge at ``node``, both directions."""
     g = vg.g
     for _, v, d in g.out_edges(node, data=True):
@@ -161,7 +161,7 @@ def reach(
 
     first: dict[str, dict[str, list[Step]]] = {}  # node -> seed -> its edges to it
     for seed in seeded:
-        for n, step in _edges(vg, seed):
+        for n, step in edges(vg, seed):
             if n not in seeded and not n.startswith(TAG):
                 first.setdefault(n, {}).setdefault(seed, []).append(step)
     kinds = {s.kind for per in first.values() for steps in per.values() for s in steps}
@@ -189,7 +189,7 @@ def reach(
     for mid in hubs:
         if mid.node not in vg.notes or vg.g.degree(mid.node) > HUB:
             continue
-        hop2 = [(n, s) for n, s in _edges(vg, mid.node) if n not in seeded and n not in found]
+        hop2 = [(n, s) for n, s in edges(vg, mid.node) if n not in seeded and n not in found]
         new = [s.kind for _, s in hop2 if s.kind not in rel and s.kind not in LINK_KINDS]
         rel.update(meaning.best(vectors, new))
         for n, step in hop2:

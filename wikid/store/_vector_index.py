@@ -204,6 +204,20 @@ class VectorIndex:
             out.append([key.decode() for key in self._keys[top].tolist()])
         return out
 
+    def similarity(self, query: np.ndarray, ids: list[str]) -> dict[str, float]:
+        """The int8 cosine of ``query`` with each of ``ids`` held here (absent ones left
+        out): the rows read by id, no scan. A ranking among known candidates (a
+        question's second hop), within ~1% of the exact cosine."""
+        keys = [k for k in ids if _storable(k)]
+        rows = self._rows(_keys(keys))
+        at = np.unique(rows[rows >= 0])  # ascending: the file is read per run of rows
+        if not len(at):
+            return {}
+        q = normalized(np.asarray(query, np.float32).reshape(1, self.dim))[0]
+        scores = (self._mat.read(at).astype(np.float32) @ q) * self._scale[at]
+        by_row = dict(zip(at.tolist(), scores.tolist(), strict=True))
+        return {k: by_row[r] for k, r in zip(keys, rows.tolist(), strict=True) if r >= 0}
+
     def save(self, stamp_file: Path, stamp: tuple[int, ...]) -> None:
         """Stamp the file-backed rows: write ``stamp`` and the ids and scales beside them
         to ``stamp_file`` (atomically, once the rows are durable; ids are LightRAG's

@@ -38,9 +38,10 @@ CHUNKS = ("mix", "naive")  # modes that search chunks by the question
 
 async def retrieve(
     rag: Any, question: str, high: list[str], low: list[str], mode: str, pools: dict[str, int]
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, Any]:
     """Entities, relationships and chunks for a question (no LLM: the keywords are
-    given), each list in retrieval order and at most its pool long."""
+    given), each list in retrieval order and at most its pool long; and the question's
+    ``question_vector``."""
     ll, hl = ", ".join(low), ", ".join(high)
     texts = {"question": question}
     if mode in LOCAL and ll:
@@ -78,7 +79,13 @@ async def retrieve(
     if mode == "naive":
         entities, relations = [], []
     chunks = await _chunks(rag, vectors["question"], chunk_hits, entities, relations, pools)
-    return {"entities": entities, "relationships": relations, "chunks": chunks}
+    # The question's vector too: the ask layer scores a second hop's chunks by it.
+    return {
+        "entities": entities,
+        "relationships": relations,
+        "chunks": chunks,
+        "question_vector": np.asarray(vectors["question"], np.float32),
+    }
 
 
 async def _nodes(graph: Any, names: list[str]) -> list[dict[str, Any]]:
@@ -222,6 +229,25 @@ async def nearest_chunks(rag: Any, ids: list[str], k: int) -> dict[str, list[dic
             if "distance" not in h and h["id"] in theirs:
                 h["distance"] = _cosine(found[c], theirs[h["id"]])
     return out
+
+
+async def similarity(rag: Any, vector: Any, ids: list[str]) -> dict[str, float]:
+    """The cosine of ``vector`` with each stored chunk of ``ids`` (absent ones left out).
+    wikid's SQLite storage reads its int8 rows by id; another storage's vectors are
+    fetched and scored exactly."""
+    vdb = rag.chunks_vdb
+    if not ids:
+        return {}
+    if hasattr(vdb, "similarity"):
+        found: dict[str, float] = await vdb.similarity(np.asarray(vector, np.float32), ids)
+        return found
+    vectors = await chunk_vectors(vdb, ids)
+    if not vectors:
+        return {}
+    keys = list(vectors)
+    unit = normalized(np.asarray([vectors[k] for k in keys], np.float32))
+    q = normalized(np.asarray(vector, np.float32).reshape(1, -1))[0]
+    return dict(zip(keys, (unit @ q).tolist(), strict=True))
 
 
 def _cosine(a: Any, b: Any) -> float:

@@ -289,6 +289,15 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
             )
         return out
 
+    async def similarity(self, vector: np.ndarray, ids: list[str]) -> dict[str, float]:
+        """The cosine of ``vector`` with each stored vector of ``ids``, from the int8
+        rows (no SQL): to rank a few hundred known candidates against a question."""
+        return await asyncio.to_thread(self._similarity, vector, ids)
+
+    def _similarity(self, vector: np.ndarray, ids: list[str]) -> dict[str, float]:
+        self._fresh()
+        return self._index.similarity(vector, ids)
+
     async def get_by_id(self, id: str) -> dict[str, Any] | None:
         return self._rows([id]).get(id)
 

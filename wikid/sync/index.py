@@ -34,7 +34,7 @@ from wikid.store.lock import StoreLock
 from wikid.store.migrate import migrate, needs_migration
 from wikid.store.rag import Store, warm
 from wikid.store.relocate import adopt
-from wikid.store.retrieve import chunk_vectors, nearest_chunks, retrieve
+from wikid.store.retrieve import chunk_vectors, nearest_chunks, retrieve, similarity
 from wikid.sync import restart
 from wikid.sync.extract import ExtractionCache, Extractor, Job
 from wikid.sync.implicit import ImplicitIndex
@@ -358,7 +358,7 @@ class Index:
 
     async def retrieve(
         self, question: str, high: list[str], low: list[str], mode: str, pools: dict[str, int]
-    ) -> dict[str, list[dict[str, Any]]]:
+    ) -> dict[str, Any]:
         """The store's entities, relations and chunks for a question, at most ``pools``
         of each, as ``aquery_data`` would rank them (``store.retrieve``: a third of its time)."""
         return await retrieve(self.store.rag, question, high, low, mode, pools)
@@ -376,6 +376,10 @@ class Index:
         """The stored vectors of these chunks, as float32 arrays (absent ones left out)."""
         found = await chunk_vectors(self.store.rag.chunks_vdb, ids)
         return {k: np.asarray(v, np.float32) for k, v in found.items()}
+
+    async def similarity(self, vector: np.ndarray, ids: list[str]) -> dict[str, float]:
+        """The cosine of ``vector`` with each stored chunk of ``ids`` (absent ones left out)."""
+        return await similarity(self.store.rag, vector, ids)
 
     async def chunk_rows(self, ids: Iterable[str]) -> list[dict[str, Any] | None]:
         rows: list[dict[str, Any] | None] = await self.store.rag.text_chunks.get_by_ids(list(ids))
