@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -48,6 +49,35 @@ def in_batches(ids: list[str]) -> Iterator[list[str]]:
 
 
 _lock = threading.Lock()
+
+
+def set_aside_if_damaged(path: Path) -> tuple[Path, str] | None:
+    """If SQLite cannot read ``path`` as a database (its header garbled, say), move it
+    and its ``-wal`` and ``-shm`` files aside to ``<name>.damaged-<UTC time>`` and
+    return (where the file went, SQLite's reason); None when it reads, or is absent.
+    Never deletes: the user may want it. Only damage counts: a locked or unopenable
+    file (``OperationalError``) is raised as it is. Reads the schema only, so a start
+    costs milliseconds, not a full integrity check."""
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(str(path), isolation_level=None)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+        return None
+    except sqlite3.OperationalError:
+        raise
+    except sqlite3.DatabaseError as exc:
+        reason = str(exc)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    moved = path.with_name(f"{path.name}.damaged-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        part = path.with_name(path.name + suffix)
+        if part.exists():
+            part.rename(moved.with_name(moved.name + suffix))
+    return moved, reason
 
 
 class Cursor:

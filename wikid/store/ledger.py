@@ -28,8 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import structlog
 
-from wikid.store._sqlite import Connection, Database, in_batches
+from wikid.store._sqlite import Connection, Database, in_batches, set_aside_if_damaged
+
+log = structlog.get_logger("wikid.store")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -112,6 +115,15 @@ class Ledger:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        # A file SQLite cannot read (a garbled header) is moved aside, never deleted;
+        # the store then starts over, rebuilt from the vault, which is the truth.
+        self.set_aside = set_aside_if_damaged(path)
+        if self.set_aside is not None:
+            log.warning(
+                "the store could not be read; moved aside, rebuilding it from the vault",
+                moved_to=str(self.set_aside[0]),
+                error=self.set_aside[1],
+            )
         self.database = Database.open(path)
         self.db = self.database.conn
         self.db.executescript(SCHEMA)

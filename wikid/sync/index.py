@@ -144,6 +144,8 @@ class Index:
             over, (plan, reason) = await asyncio.gather(store.open(), asyncio.to_thread(read_cache))
             if over:  # the ledger was wiped: its parse cache is empty, not an empty vault's
                 plan, reason = None, "the store was started over"
+            if store.ledger.set_aside is not None:
+                reason = f"the store could not be read; moved aside to {store.ledger.set_aside[0]}"
             store.ledger.set_meta({"vault": str(vault.resolve())})
             if isinstance(model, LoadingMiniLM):
                 await asyncio.wrap_future(model.ready)
