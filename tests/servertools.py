@@ -22,14 +22,16 @@ def free_port() -> int:
 
 
 class LightRAGServer:
-    def __init__(self, args: list[str], tmp: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, args: list[str], tmp: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> None:
         self.port = free_port()
         self.log = tmp / f"lightrag-server-{self.port}.log"
         cmd = [sys.executable, "-m", "wikid", "lightrag-server", *args]
         cmd += ["--port", str(self.port), "--host", "127.0.0.1"]
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                cmd, stdout=log, stderr=log, cwd=tmp, env=env or dict(os.environ)
+                cmd, stdout=log, stderr=log, cwd=cwd or tmp, env=env or dict(os.environ)
             )
         self.url = f"http://127.0.0.1:{self.port}"
         self.http = httpx.Client(base_url=self.url, timeout=60)

@@ -118,6 +118,20 @@ def _both(argv: list[str], env: dict[str, str]) -> tuple[Any, Any]:
     )
 
 
+def _into_a_closed_pipe(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
+    """Run ``argv`` with its stdout a pipe whose reader has already gone (every write
+    fails, as after ``head -1`` exits): its exit code and what it wrote to stderr."""
+    import os
+
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run(argv, stdout=w, stderr=subprocess.PIPE, env=env, timeout=120)
+    finally:
+        os.close(w)
+    return proc.returncode, proc.stderr.decode()
+
+
 def test_client_calls_print_the_same_with_or_without_click(tmp_path: Path) -> None:
     vault = copy_example(tmp_path / "v")
     d = DaemonProc(vault, tmp_path).start()
@@ -162,6 +176,16 @@ def test_client_calls_print_the_same_with_or_without_click(tmp_path: Path) -> No
             ), mistake
             assert "Traceback" not in fast.stderr, mistake
             assert fast.returncode != 0 or "--help" in mistake, mistake
+        # A reader that has gone (``| head -1``): every command ends quietly.
+        wikid = str(Path(sys.executable).with_name("wikid"))
+        for call in (
+            [wikid, "query", "who wrote the first program?", *where],  # the fast path
+            [wikid, "broken", *where, "--json"],
+            [wikid, "graph", "--vault", str(vault)],  # click
+            [wikid, "query", "--help"],
+        ):
+            code, err = _into_a_closed_pipe(call, d.env)
+            assert err == "" and code != 0, (call, code, err)
         refused = _both(["search", "x", "--where", "type~book", *where], d.env)[0]
         assert refused.stderr.count("\n") == 1 and "bad filter" in refused.stderr
         stopped = _both(["stop", *where], d.env)[0]

@@ -63,11 +63,14 @@ def test_the_server_answers_with_the_store_model_sees_edits_and_refuses_writes(
 ) -> None:
     vault = copy_example(tmp_path / "example")
     d = DaemonProc(vault, tmp_path).start()
-    server = LightRAGServer(
-        ["--vault", str(vault), "--workdir", str(d.workdir)], tmp_path, env=d.env
+    files = sorted(p.relative_to(vault) for p in vault.rglob("*"))
+    server = LightRAGServer(  # started from inside the vault, as a user may
+        ["--vault", str(vault), "--workdir", str(d.workdir)], tmp_path, env=d.env, cwd=vault
     )
     try:
         server.wait()
+        assert sorted(p.relative_to(vault) for p in vault.rglob("*")) == files  # nothing made
+        assert (d.workdir / "inputs").is_dir()  # LightRAG's upload folder: wikid's state
         labels = server.http.get("/graph/label/list").json()
         assert {
             "Ada Lovelace",

@@ -41,6 +41,10 @@ def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> No
         env=env,
     ).split()
     assert all(str(venv) in w for w in where), where  # wikid and its tokenizer: the wheel's
+    # The distribution is wikid-rag ("wikid" on PyPI is another program); the import
+    # package and the command are wikid.
+    meta = "import importlib.metadata as m; d = m.distribution('wikid-rag'); print(d.metadata['Name'])"
+    assert run(py, "-c", meta, env=env).strip() == "wikid-rag"
 
     vault = tmp_path / "vault"
     shutil.copytree(EXAMPLE, vault)
@@ -52,6 +56,7 @@ def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> No
     assert str(unit) in out
     text = unit.read_text("utf-8")
     assert f"ExecStart={wikid} run --vault %i" in text and "[Install]" in text
+    assert "Documentation=https://pypi.org/project/wikid-rag/" in text
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed (Debian package systemd)")
     run("systemd-analyze", "verify", unit, env=env)

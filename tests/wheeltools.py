@@ -31,7 +31,7 @@ def wheel_venv(tmp: Path) -> Path:
     dist, venv = tmp / "dist", tmp / "venv"
     build = ("wheel", "-q", "--no-deps", "--no-build-isolation", "-w", dist, REPO)
     run(sys.executable, "-m", "pip", *build)
-    (wheel,) = dist.glob("wikid-*.whl")
+    (wheel,) = dist.glob("wikid_rag-*.whl")
     run(sys.executable, "-m", "venv", venv)
     py = venv / "bin" / "python"
     site = Path(run(py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())

@@ -13,8 +13,17 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``wikid``: the fast path for a client call, else click."""
+    """``wikid``: the fast path for a client call, else click. Output cut short by its
+    reader (``wikid query ... | head -1``) ends the command quietly, as ``cat`` does."""
     args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        _main(args)
+        sys.stdout.flush()  # here, where a closed pipe can still be caught
+    except BrokenPipeError:
+        _quiet_exit()
+
+
+def _main(args: list[str]) -> None:
     from wikid.cli._fast import run
 
     if run(args):
@@ -22,6 +31,17 @@ def main(argv: list[str] | None = None) -> None:
     from wikid.cli.commands import main as group
 
     group.main(args=args)
+
+
+def _quiet_exit() -> None:
+    """The reader left: nothing more can be said to it. Point stdout at /dev/null so
+    that the interpreter's own flush at exit raises nothing, and exit as a shell
+    reports a command killed by SIGPIPE (128 + 13)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os._exit(141)
 
 
 __all__ = ["main"]

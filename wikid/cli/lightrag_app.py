@@ -195,6 +195,9 @@ def server_env(
     kv, vector, graph, doc_status = storages
     env = {
         "WORKING_DIR": str(cfg.workdir),
+        # LightRAG's upload folder (./inputs/<workspace> by default, made at start): in
+        # wikid's state folder, never the current one, which may be the vault.
+        "INPUT_DIR": os.path.join(str(cfg.workdir), "inputs"),
         "WORKSPACE": cfg.workspace,
         "LIGHTRAG_KV_STORAGE": kv,
         "LIGHTRAG_VECTOR_STORAGE": vector,
