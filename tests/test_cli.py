@@ -92,6 +92,36 @@ def test_every_command_help_has_an_example() -> None:
     assert not missing, missing
 
 
+def test_after_set_up_wikid_runs_where_the_readme_says() -> None:
+    """The README's set-up installs into .venv/ and says so: ``.venv/bin/wikid`` (this
+    venv's console script) runs, and the install section names the distribution."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    assert "`.venv/bin/wikid`" in readme and "**`wikid-rag`**" in readme
+    script = Path(sys.executable).with_name("wikid")
+    out = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("wikid, version"), out
+
+
+def test_help_is_consistent() -> None:
+    """-h is --help; every option says what it does; no reStructuredText in help."""
+    runner = CliRunner()
+    assert runner.invoke(main, ["-h"]).exit_code == 0
+
+    def walk(prefix: list[str], group: click.Group) -> None:
+        for name, cmd in group.commands.items():
+            result = runner.invoke(main, [*prefix, name, "-h"])
+            assert result.exit_code == 0, name
+            assert "``" not in result.output, name
+            for p in cmd.params:
+                if isinstance(p, click.Option) and not p.hidden:
+                    assert p.help, (name, p.opts)
+            if isinstance(cmd, click.Group):
+                walk([*prefix, name], cmd)
+
+    walk([], main)
+    assert "wikid-rag[server]" in runner.invoke(main, ["lightrag-server", "-h"]).output
+
+
 def test_the_fast_parser_knows_each_client_command_as_click_does() -> None:
     """``cli._fast`` parses client calls without click: its specs must name exactly the
     options and argument of each click command, or a call would parse two ways."""
@@ -144,6 +174,8 @@ def test_client_calls_print_the_same_with_or_without_click(tmp_path: Path) -> No
             ["neighbors", "Ada Lovelace", "--depth", "2", "--limit=5"],
             ["neighbors", "Ada Lovelace"],  # the defaults: the daemon's, as click's
             ["search", "analytical engine", "-k", "3", "--tag", "person"],
+            ["search", "analytical engine", "--limit", "3"],
+            ["backlinks", "charles babbage"],  # unwritten: the notes that link it
             ["search", "analytical engine"],
             ["search", "engine", "--where", "tags=person", "--where=folder=People"],
             ["query", "who wrote the first program?", "--where", "folder!=Templates"],
@@ -176,6 +208,10 @@ def test_client_calls_print_the_same_with_or_without_click(tmp_path: Path) -> No
             ), mistake
             assert "Traceback" not in fast.stderr, mistake
             assert fast.returncode != 0 or "--help" in mistake, mistake
+        ghost = json.loads(_both(["backlinks", "Charles Babbage", *where, "--json"], d.env)[0].stdout)
+        assert len({e["source"] for e in ghost["backlinks"]}) == 3
+        typo = _both(["links", "Ada Lovelac", *where], d.env)[0]
+        assert typo.returncode == 4 and "did you mean 'Ada Lovelace'?" in typo.stderr
         # A reader that has gone (``| head -1``): every command ends quietly.
         wikid = str(Path(sys.executable).with_name("wikid"))
         for call in (

@@ -194,6 +194,62 @@ def test_socket_alone_is_enough_for_a_client_command(tmp_path: Path) -> None:
         d.stop()
 
 
+def test_no_daemon_messages_point_the_right_way(tmp_path: Path, env: dict[str, str]) -> None:
+    """With no daemon: ``--socket`` alone names that socket, not the current folder as a
+    vault; ``WIKID_SOCKET`` alone works as ``--socket`` does; ``stop`` says there is
+    nothing to stop; a vault's message says how a daemon on another socket is found;
+    ``--budget -5`` is a usage error (exit 2). A daemon logs its socket and store."""
+    sock = tmp_path / "elsewhere.sock"
+    proc = _wikid("status", "--socket", sock, env=env, cwd=tmp_path)
+    assert proc.returncode == 3 and str(sock) in proc.stderr
+    assert f"--socket {sock}" in proc.stderr and str(tmp_path) + " " not in proc.stderr
+    assert "for vault" not in proc.stderr and "Traceback" not in proc.stderr
+    by_env = _wikid("status", env={**env, "WIKID_SOCKET": str(sock)}, cwd=tmp_path)
+    assert (by_env.returncode, by_env.stderr) == (proc.returncode, proc.stderr)
+    stop = _wikid("stop", "--socket", sock, env=env, cwd=tmp_path)
+    assert "nothing to stop" in stop.stderr and "Start one" not in stop.stderr
+    vault = tmp_path / "vault"
+    shutil.copytree(EXAMPLE, vault)
+    named = _wikid("status", "--vault", vault, env=env)
+    assert named.returncode == 3 and f"wikid run --vault {vault.resolve()}" in named.stderr
+    assert "with the same --socket" in named.stderr
+    budget = _wikid("query", "x", "--vault", vault, "--budget", "-5", env=env)
+    assert budget.returncode == 2 and "Traceback" not in budget.stderr
+
+    d = DaemonProc(vault, tmp_path, env=env).start()
+    try:
+        log = d.log.read_text()
+        assert '"listening"' in log or "listening" in log
+        assert str(d.socket) in log and str(d.workdir) in log
+    finally:
+        d.stop()
+
+
+def test_service_install_takes_a_path_and_writes_the_vaults_table(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """``wikid service install --vault PATH`` with no config: the unit, and a config file
+    naming the vault, so the instance it prints (wikid@NAME) starts that vault. A config
+    the user wrote is never changed: the table is shown instead."""
+    import tomllib
+
+    vault = tmp_path / "My Notes"
+    shutil.copytree(EXAMPLE, vault)
+    proc = _wikid("service", "install", "--vault", vault, env=env)
+    assert proc.returncode == 0, proc.stderr
+    config = tmp_path / "config" / "wikid" / "config.toml"
+    tables = tomllib.loads(config.read_text("utf-8"))["vaults"]
+    ((name, table),) = tables.items()
+    assert table["path"] == str(vault.resolve()) and f"wikid@{name}" in proc.stdout
+    status = _wikid("status", "--vault", name, env=env)  # the unit's `run --vault %i`
+    assert status.returncode == 3 and str(vault.resolve()) in status.stderr
+    mine = "# mine\n"
+    config.write_text(mine, "utf-8")
+    again = _wikid("service", "install", "--vault", vault, env=env)
+    assert again.returncode == 0 and f"[vaults.{json.dumps(name)}]" in again.stdout
+    assert config.read_text("utf-8") == mine
+
+
 def test_two_vaults_with_one_folder_name_never_share_a_store(
     tmp_path: Path, env: dict[str, str]
 ) -> None:

@@ -190,3 +190,48 @@ def test_a_dated_question_is_asked_of_the_notes_modified_then(tmp_path: Path) ->
             await idx.close()
 
     asyncio.run(main())
+
+
+def test_lists_and_links_match_as_obsidian_users_write_them(tmp_path: Path) -> None:
+    """Through the real CLI and a real daemon (issue 48): a type written as a link or a
+    list matches its name; a link in a folder matches its target's name; a filter with
+    no words lists the notes that pass; a doubled operator is an error, not no match."""
+    import json
+    import subprocess
+    import sys
+
+    from daemontools import DaemonProc
+
+    vault = tmp_path / "v"
+    write(vault, "a.md", '---\ntype: "[[Book]]"\n---\nA linked type.\n')
+    write(vault, "b.md", "---\ntype: [book]\n---\nA listed type.\n")
+    write(vault, "c.md", "---\ntype: book\n---\nA plain type.\n")
+    write(vault, "tart.md", "---\ntype: [[Dessert]]\n---\nA tart.\n")
+    write(vault, "pie.md", '---\ncategories:\n  - "[[Recipes/Dessert]]"\n---\nA pie.\n')
+    d = DaemonProc(vault, tmp_path).start()
+
+    def wikid(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "wikid", *args, "--vault", str(vault)]
+        argv += ["--socket", str(d.socket)]
+        return subprocess.run(argv, capture_output=True, text=True, env=d.env, timeout=120)
+
+    def listed(*where: str) -> set[str]:
+        flags = [f"--where={w}" for w in where]
+        proc = wikid("search", *flags, "--json")
+        assert proc.returncode == 0, proc.stderr
+        return {h["path"] for h in json.loads(proc.stdout)["hits"]}
+
+    try:
+        assert listed("type=book") == {"a.md", "b.md", "c.md"}
+        assert listed("type=[[Book]]") == {"a.md", "b.md", "c.md"}
+        assert listed("type=Dessert") == {"tart.md"}
+        assert "tart.md" not in listed("type!=Dessert")
+        assert listed("categories=Dessert") == {"pie.md"}
+        assert listed("categories=[[Recipes/Dessert]]") == {"pie.md"}
+        bad = wikid("search", "pie", "--where", "year>>2020")
+        assert bad.returncode != 0 and "one operator only" in bad.stderr
+        assert bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+        none = wikid("search")
+        assert none.returncode != 0 and "Traceback" not in none.stderr
+    finally:
+        d.stop()

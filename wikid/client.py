@@ -21,8 +21,7 @@ class DaemonNotRunning(ConnectionError):
     def __init__(self, path: Path, vault: str) -> None:
         super().__init__(
             f"no wikid daemon is running for vault {vault!r} (nothing listens on {path}).\n"
-            f"Start one with:  wikid run --vault {vault}\n"
-            f"or as a service:  systemctl --user start wikid@{Path(vault).name}"
+            f"Start one with:  wikid run --vault {vault} --socket {path}"
         )
 
 

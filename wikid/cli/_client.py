@@ -26,12 +26,46 @@ def client_config(
 ) -> VaultConfig:
     """A client command's configuration: it needs only the daemon's socket, so
     ``--socket`` alone is enough. Raises ``ConfigError`` for a bad one."""
+    socket_path = socket_path or _env_socket()
     try:
         return load_config(config_path, vault, overrides={"socket": socket_path})
     except ConfigError:
-        if socket_path is not None and vault is None:
-            return VaultConfig(path=Path.cwd(), socket=socket_path).resolved()
+        if socket_path is not None and vault is None:  # the vault is the daemon's business
+            return VaultConfig(path=Path.cwd(), socket=socket_path, name=UNKNOWN).resolved()
         raise
+
+
+UNKNOWN = "?"  # the name of a vault a client was not told (``--socket`` alone)
+
+
+def _env_socket() -> Path | None:
+    import os
+
+    found = os.environ.get("WIKID_SOCKET")
+    return Path(found) if found else None
+
+
+def not_running(cfg: VaultConfig, op: str) -> str:
+    """What to say when nothing listens on the vault's socket: the socket, and how to
+    start a daemon there (with the same ``--socket``, the service's instance name)."""
+    from wikid.config import default_socket, safe_name
+
+    sock = cfg.socket
+    known = cfg.name != UNKNOWN
+    if op == "stop":
+        return f"no wikid daemon listens on {sock}: nothing to stop"
+    head = (
+        f"no wikid daemon is running for vault {cfg.path} (nothing listens on {sock})."
+        if known
+        else f"no wikid daemon listens on {sock}."
+    )
+    custom = sock != default_socket(safe_name(cfg.name)) if known else True
+    run = f"wikid run --vault {cfg.path if known else 'PATH'}" + (f" --socket {sock}" if custom else "")
+    lines = [head, f"Start one with:  {run}"]
+    if known and not custom:
+        lines.append("(A daemon started with --socket is found only with the same --socket.)")
+        lines.append(f"or as a service:  systemctl --user start wikid@{cfg.name}")
+    return "\n".join(lines)
 
 
 def show(data: Any, as_json: bool, readable: Callable[[Any], str]) -> None:
@@ -43,8 +77,8 @@ def call(cfg: VaultConfig, op: str, **args: Any) -> Any:
     assert cfg.socket is not None
     try:
         return request(cfg.socket, op, vault=str(cfg.path), **args)
-    except DaemonNotRunning as exc:
-        print(str(exc), file=sys.stderr)
+    except DaemonNotRunning:
+        print(not_running(cfg, op), file=sys.stderr)
         sys.exit(3)
     except RemoteError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -136,7 +170,12 @@ def _why(item: dict[str, Any]) -> str:
     return "\n          why: " + "; ".join(parts)
 
 
+ITEM_CHARS = 300  # characters of an item's text printed for a person
+
+
 def evidence_text(res: dict[str, Any]) -> str:
+    """The evidence best first (the order it was chosen in), each relation once, each
+    item's text cut to a few lines; the LLM notice in one line."""
     rows = [f"evidence: {res['tokens']} of {res['budget']} tokens, mode {res['mode']}"]
     if res.get("partial"):
         p = res["partial"]
@@ -150,21 +189,31 @@ def evidence_text(res: dict[str, Any]) -> str:
             loc += f":{item['line']}"
         return loc + (f" ({item['heading']})" if item.get("heading") else "")
 
-    for e in res["entities"]:
-        rows.append(f"entity    {e['name']}  {where(e)}\n          {e['text']}{_why(e)}")
-    for r in res["relations"]:
-        rows.append(
-            f"relation  {r['src']} -- {r['tgt']}  {where(r)}\n          {r['text']}{_why(r)}"
-        )
-    for c in res["chunks"]:
-        text = " ".join(c["text"].split())
-        rows.append(f"chunk     {where(c)}\n          {text[:400]}{_why(c)}")
+    def cut(text: str) -> str:
+        text = " ".join(text.split())
+        return text[:ITEM_CHARS] + ("…" if len(text) > ITEM_CHARS else "")
+
+    items = [(k, i) for k in ("entities", "relations", "chunks") for i in res[k]]
+    items.sort(key=lambda ki: ki[1].get("pick", 0))
+    pairs: set[frozenset[str]] = set()
+    for kind, i in items:
+        if kind == "relations":
+            pair = frozenset((i["src"], i["tgt"]))
+            if pair in pairs:
+                continue
+            pairs.add(pair)
+            head = f"relation  {i['src']} -- {i['tgt']}  {where(i)}"
+        elif kind == "entities":
+            head = f"entity    {i['name']}  {where(i)}"
+        else:
+            head = f"chunk     {where(i)}"
+        rows.append(f"{head}\n          {cut(i['text'])}{_why(i)}")
     if res.get("uncovered"):
         rows.append("not covered: " + ", ".join(res["uncovered"]))
     if res.get("stopped"):
         rows.append(f"stopped: {res['stopped']['why']}")
     if "llm" in res and res["llm"] != "configured":
-        rows.append(f"({res['llm']})")
+        rows.append("(no LLM configured: evidence only; --answer needs llm_base_url and llm_model)")
     return "\n".join(rows)
 
 
@@ -234,9 +283,16 @@ def run_op(cfg: VaultConfig, op: str, as_json: bool, **args: Any) -> None:
         show(reply, as_json, PRINTERS[op])
 
 
+SCREEN_BUDGET = 600  # tokens of evidence printed for a person when --budget is not given
+
+
 def run_query(cfg: VaultConfig, args: dict[str, Any], answer: bool, as_json: bool) -> None:
-    """``wikid query``: the evidence, or with ``answer`` the LLM's answer streamed."""
+    """``wikid query``: the evidence, or with ``answer`` the LLM's answer streamed. Read
+    by a person, the evidence is about one screen unless ``--budget`` asks for more;
+    as JSON (a program's), the configured budget."""
     if not answer:
+        if not as_json and "budget" not in args:
+            args = {**args, "budget": SCREEN_BUDGET}
         show(call(cfg, "query", **args), as_json, evidence_text)
         return
 

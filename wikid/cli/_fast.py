@@ -38,6 +38,7 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[str, Any]]]] = {
         "text",
         {
             "-k": ("k", "int"),
+            "--limit": ("k", "int"),
             "--folder": ("folder", "str"),
             "--tag": ("tag", "str"),
             "--where": ("where", "many"),
@@ -47,7 +48,7 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[str, Any]]]] = {
         "text",
         {
             "--mode": ("mode", QUERY_MODES),
-            "--budget": ("budget", "int"),
+            "--budget": ("budget", "budget"),
             "--answer": ("answer", "flag"),
             "--explain": ("explain", "flag"),
             "--where": ("where", "many"),
@@ -58,6 +59,7 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[str, Any]]]] = {
     "reindex": (None, {}),
 }
 NO_JSON = ("stop", "reindex")
+BUDGET = (50, 100_000)  # --budget's range, as config.RANGES["query_budget"] and click's
 
 
 def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
@@ -115,11 +117,14 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
 
 
 def _value(raw: str, kind: Any) -> Any:
-    if kind == "int":
+    if kind in ("int", "budget"):
         try:
-            return int(raw.strip())
+            number = int(raw.strip())
         except ValueError:
             return None
+        if kind == "budget" and not BUDGET[0] <= number <= BUDGET[1]:
+            return None  # click's own range error, exit 2
+        return number
     if isinstance(kind, tuple):
         return raw if raw in kind else None
     return raw

@@ -14,18 +14,29 @@ import click
 
 from wikid.cli._client import run_op, run_query
 from wikid.cli._common import load, vault_option, where_option
+from wikid.cli._fast import BUDGET
 from wikid.config import QUERY_MODES
 
 
 @click.command()
 @vault_option
 @click.argument("text")
-@click.option("--mode", type=click.Choice(QUERY_MODES), default=None)
-@click.option("--budget", type=int, default=None, help="Evidence token budget (default 3000).")
+@click.option(
+    "--mode",
+    type=click.Choice(QUERY_MODES),
+    default=None,
+    help="LightRAG's retrieval mode for the vector part (default: the config's, mix).",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(*BUDGET),
+    default=None,
+    help="Evidence token budget (default 3000).",
+)
 @click.option("--answer", is_flag=True, help="Have the configured LLM answer from the evidence.")
 @click.option("--explain", is_flag=True, help="Show why each item was chosen.")
 @where_option
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON.")
 def query(
     vault: str | None,
     config_path: Path | None,
@@ -51,12 +62,12 @@ def query(
 
 @click.command()
 @vault_option
-@click.argument("text")
-@click.option("-k", "k", type=int, default=8, help="How many notes.")
+@click.argument("text", required=False, default="")
+@click.option("-k", "--limit", "k", type=int, default=8, help="How many notes (1 to 100).")
 @click.option("--folder", default=None, help="Only notes under this folder.")
 @click.option("--tag", default=None, help="Only notes with this tag (or a nested one).")
 @where_option
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON.")
 def search(
     vault: str | None,
     config_path: Path | None,
@@ -78,7 +89,7 @@ def search(
 
 @click.command()
 @vault_option
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON.")
 def cost(
     vault: str | None, config_path: Path | None, socket_path: Path | None, as_json: bool
 ) -> None:

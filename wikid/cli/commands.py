@@ -29,7 +29,7 @@ from wikid.cli.run import run, service
 from wikid.cli.store import export, index, lightrag_server, migrate
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="wikid")
 def main() -> None:
     """wikid keeps a LightRAG index of an Obsidian vault fresh, with no LLM."""

@@ -24,6 +24,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from wikid import __version__
+from wikid.cli._client import not_running
 from wikid.client import DaemonNotRunning, RemoteError, request
 from wikid.config import VaultConfig
 
@@ -39,15 +40,15 @@ class Daemon:
 
     def __init__(self, cfg: VaultConfig) -> None:
         assert cfg.socket is not None
-        self.socket, self.vault = cfg.socket, str(cfg.path)
+        self.cfg, self.socket, self.vault = cfg, cfg.socket, str(cfg.path)
 
     async def call(self, op: str, **args: Any) -> Any:
         try:
             return await asyncio.to_thread(
                 request, self.socket, op, vault=self.vault, timeout=120, **args
             )
-        except DaemonNotRunning as exc:
-            raise ToolError(str(exc)) from None
+        except DaemonNotRunning:
+            raise ToolError(not_running(self.cfg, op)) from None
         except RemoteError as exc:
             raise ToolError(str(exc)) from None
         except OSError as exc:

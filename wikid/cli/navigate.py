@@ -19,7 +19,7 @@ from wikid.cli._common import load, vault_option, where_option
 
 @click.command()
 @vault_option
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON.")
 def status(
     vault: str | None, config_path: Path | None, socket_path: Path | None, as_json: bool
 ) -> None:
@@ -35,7 +35,7 @@ def _edge_command(op: str, doc: str) -> click.Command:
     @click.command(op, help=doc)
     @vault_option
     @click.argument("note")
-    @click.option("--json", "as_json", is_flag=True)
+    @click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON.")
     def command(
         vault: str | None,
         config_path: Path | None,
@@ -59,7 +59,7 @@ backlinks = _edge_command(
 
 @click.command()
 @vault_option
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON.")
 def broken(
     vault: str | None, config_path: Path | None, socket_path: Path | None, as_json: bool
 ) -> None:
@@ -74,7 +74,7 @@ def broken(
 @click.argument("note")
 @click.option("--depth", type=click.IntRange(1, 2), default=1, help="1 or 2 links away.")
 @click.option("--limit", type=int, default=50, help="How many notes at most (1 to 500).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON.")
 def neighbors(
     vault: str | None,
     config_path: Path | None,
@@ -98,7 +98,7 @@ def neighbors(
 @click.option("--limit", type=int, default=10, help="How many notes (1 to 100).")
 @click.option("--include-linked", is_flag=True, help="Keep the notes NOTE links or is linked by.")
 @where_option
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the reply as JSON.")
 def related(
     vault: str | None,
     config_path: Path | None,

@@ -5,6 +5,7 @@ Why together: both are about the daemon's process, not about what it answers.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import click
 
 from wikid.cli._common import load, vault_option, workdir_option
+from wikid.config import default_config_path
 
 
 def tune_for_the_daemon() -> None:
@@ -104,9 +106,16 @@ def service_install(vault: str | None, config_path: Path | None, socket_path: Pa
     unit.write_text(MARK + template.replace("/usr/bin/env wikid", _wikid_command()), "utf-8")
     click.echo(f"wrote {unit}")
     if cfg.name not in _configured_names(config_path):
-        click.echo(
-            f'add the vault to your config first:\n  [vaults.{cfg.name}]\n  path = "{cfg.path}"'
-        )
+        # The unit runs `wikid run --vault NAME`: the name needs its [vaults.NAME] table.
+        # A config file wikid would create is written; one the user has is only shown.
+        table = f"[vaults.{json.dumps(cfg.name)}]\npath = {json.dumps(str(cfg.path))}\n"
+        config = config_path or default_config_path()
+        if not config.exists():
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(f"# written by wikid service install\n{table}", "utf-8")
+            click.echo(f"wrote {config} with the vault's table, [vaults.{cfg.name}]")
+        else:
+            click.echo(f"add the vault to {config} first:\n{table}")
     click.echo(f"systemctl --user daemon-reload && systemctl --user enable --now wikid@{cfg.name}")
 
 

@@ -100,7 +100,13 @@ def index(
     help="The LightRAG working dir to read.",
 )
 @click.option("--workspace", default=None, help="Workspace (vault) name, if the dir holds several.")
-@click.option("--format", "fmt", type=click.Choice(["json", "graphml"]), default="json")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "graphml"]),
+    default="json",
+    help="json: every record, sorted; graphml: the graph, for graph tools.",
+)
 @click.option(
     "--output",
     "-o",
@@ -135,7 +141,7 @@ def migrate(
 ) -> None:
     """Copy a stock-files store into the SQLite backend, vectors and all (no re-embedding).
 
-    The daemon and ``wikid index`` do this by themselves on first start with the
+    The daemon and "wikid index" do this by themselves on first start with the
     sqlite backend; this command does it ahead of time and reports the counts.
 
     Example: wikid migrate --vault ~/Notes"""
@@ -172,8 +178,8 @@ def lightrag_server(
     call /query/data, ask /query with your LLM. Read-only (the vault is the source of
     truth), fresh while the daemon writes, and asking with the store's own model.
 
-    Extra arguments go to LightRAG's server (e.g. ``--port 9621``). Needs LightRAG's
-    server extra: ``pip install 'lightrag-hku[api]'``.
+    Extra arguments go to LightRAG's server (e.g. --port 9621). Needs wikid's server
+    extra: pip install 'wikid-rag[server]'.
 
     Example: wikid lightrag-server --vault ~/Notes -- --port 9621"""
     cfg = load(vault, config_path, socket_path, workdir=workdir)
@@ -184,7 +190,7 @@ def lightrag_server(
         import lightrag.api  # noqa: F401
     except ImportError as exc:
         raise UserError(
-            f"LightRAG's server is not installed ({exc}); pip install 'lightrag-hku[api]>=1.5.7,<1.6'"
+            f"LightRAG's server is not installed ({exc}); pip install 'wikid-rag[server]'"
         ) from exc
     from wikid.cli.lightrag_app import run as serve
     from wikid.store.sqlite_backend import database_file

@@ -314,6 +314,24 @@ def _json_safe(value: Any, budget: list[int], depth: int) -> Any:
     return str(value)
 
 
+_TYPE_LINK = re.compile(r"^\[\[([^\]|#^]+)[^\]]*\]\]$")
+
+
+def _type_name(value: Any) -> str | None:
+    """A note's type as Obsidian users write it: ``book``, ``"[[Book]]"``, a list
+    ``[book]`` or an unquoted ``[[Book]]`` (YAML reads it as a list in a list): the
+    first item, a link as its target's name (``[[Types/Book|b]]`` is ``Book``)."""
+    while isinstance(value, list) and value:
+        value = value[0]
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    link = _TYPE_LINK.match(text)
+    if link:
+        text = link.group(1).strip().rsplit("/", 1)[-1].removesuffix(".md").strip()
+    return text or None
+
+
 def _string_list(value: Any, split: bool) -> list[str]:
     """Strings from a scalar or list property; ``split`` cuts "a, b c" into words."""
     items = value if isinstance(value, list) else [value]
@@ -423,9 +441,7 @@ def _parse_text(
         digest=content_digest,
         aliases=_dedupe(alias_values),
         tags=tags,
-        type=str(note_type).strip()
-        if isinstance(note_type, str | int | float) and str(note_type).strip()
-        else None,
+        type=_type_name(note_type),
         summary=str(summary).strip() if isinstance(summary, str) and summary.strip() else None,
         properties={k: v for k, v in props.items() if k not in _RESERVED},
         links=tuple(links),

@@ -40,7 +40,22 @@ def find_note(vg: VaultGraph, ref: str) -> str:
     for found in (by_path, by_title, by_alias):
         if found:
             return found[0]
-    raise ProtocolError("not_found", f"no note with path or title {ref!r}")
+    raise ProtocolError("not_found", f"no note with path or title {ref!r}{_close(vg, ref)}")
+
+
+def _close(vg: VaultGraph, ref: str) -> str:
+    """``; did you mean ...?`` with up to three titles close to a mistyped one."""
+    import difflib
+
+    titles = {str(vg.g.nodes[p]["title"]): p for p in vg.notes}
+    near = difflib.get_close_matches(ref, list(titles), n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(repr(t) for t in near)}?" if near else ""
+
+
+def _ghost(vg: VaultGraph, ref: str) -> str | None:
+    """The unwritten link target ``ref`` names (case-insensitively), if one is linked."""
+    key = fold(ref.strip())
+    return next((n for n in vg.g if n.startswith(GHOST) and fold(n[len(GHOST) :]) == key), None)
 
 
 def _edge(u: str, v: str, d: dict[str, Any]) -> dict[str, Any]:
@@ -65,7 +80,15 @@ def links(vg: VaultGraph, note: str) -> dict[str, Any]:
 
 
 def backlinks(vg: VaultGraph, note: str) -> dict[str, Any]:
-    path = find_note(vg, note)
+    """The links into a note, or into a target no note has yet (Obsidian lists those
+    too: the notes that link an unwritten "Emergence")."""
+    try:
+        path = find_note(vg, note)
+    except ProtocolError as exc:
+        ghost = _ghost(vg, note) if exc.code == "not_found" and isinstance(note, str) else None
+        if ghost is None:
+            raise
+        path = ghost
     edges = sorted(vg.g.in_edges(path, data=True), key=lambda e: (e[0], e[2]["line"] or 0))
     return {"note": path, "backlinks": [_edge(u, v, d) for u, v, d in edges]}
 
@@ -141,14 +164,20 @@ def search(
 ) -> dict[str, Any]:
     """BM25 over the notes: top-k snippets with their frontmatter, ~500 tokens in all;
     ``where``: among the notes that pass these property filters only."""
-    if not isinstance(text, str) or not text.strip():
-        raise ProtocolError("bad_request", "search needs a non-empty 'text'")
+    filters = _filters(where)
+    if text is None or (isinstance(text, str) and not text.strip() and filters):
+        text = ""  # no words, only filters: the notes that pass them
+    elif not isinstance(text, str) or not text.strip():
+        raise ProtocolError("bad_request", "search needs a non-empty 'text' or a 'where' filter")
+    if not text and not filters:
+        raise ProtocolError("bad_request", "search needs a non-empty 'text' or a 'where' filter")
     k = whole_number(k, "k", 1, 100, default=8)
     for name, value in (("folder", folder), ("tag", tag)):
         if value is not None and not isinstance(value, str):
             raise ProtocolError("bad_request", f"{name} must be a string, not {value!r}")
-    filters = _filters(where)
     among = index.passing(filters) if filters else None
+    if not text:
+        return {"text": "", "hits": _listed(index, among or set(), k, folder, tag)}
     hits = index.search(text, k, folder or None, tag or None, among=among)
     return {
         "text": text,
@@ -164,6 +193,36 @@ def search(
             for h in hits
         ],
     }
+
+
+def _listed(
+    index: Index, paths: set[str], k: int, folder: str | None, tag: str | None
+) -> list[dict[str, Any]]:
+    """The first ``k`` of ``paths`` by title (a search with filters and no words), each
+    as a hit: its title and opening words, at line 1."""
+    vg = index.graph
+    nodes = vg.g.nodes
+    notes = [p for p in paths if p in vg.notes]
+    if folder:
+        notes = [p for p in notes if p.startswith(folder.strip("/") + "/")]
+    if tag:
+        t = tag.lstrip("#").casefold()
+        notes = [
+            p
+            for p in notes
+            if any(x.casefold() == t or x.casefold().startswith(t + "/") for x in nodes[p]["tags"])
+        ]
+    notes.sort(key=lambda p: (str(nodes[p]["title"]).casefold(), p))
+    return [
+        {
+            "path": p,
+            "title": nodes[p]["title"],
+            "snippet": " ".join((vg.payload(p).opening or "").split()[:30]),
+            "line": 1,
+            "score": 0.0,
+        }
+        for p in notes[:k]
+    ]
 
 
 async def related(index: Index, req: dict[str, Any], vectors: bool = True) -> dict[str, Any]:

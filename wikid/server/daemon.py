@@ -127,6 +127,13 @@ class Daemon:
         import_runtime()
         warm(self.cfg.store, llm=self.cfg.llm() is not None)
         server = await protocol.listen(self.cfg.socket, self._dispatch, self.stopping.set)
+        log.info(
+            "listening",
+            vault=str(self.cfg.path),
+            socket=str(self.cfg.socket),
+            store=str(self.cfg.workdir / self.cfg.workspace),
+            backend=self.cfg.store,
+        )
         try:
             return await self._serve(loop)
         except (StoreBusy, VaultMissing) as exc:

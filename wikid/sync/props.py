@@ -68,6 +68,10 @@ def parse(text: Any) -> Where:
             "(e.g. type=book, year>=2020, author=[[Kevin Kelly]], modified>=30d)"
         )
     key, op, raw = fold(m.group(1).strip()), m.group(2), m.group(3).strip()
+    if raw[0] in "=<>!":  # year>>2020, type==book: a typo, never a value
+        raise ValueError(
+            f"bad filter {text!r}: one operator only, = != >= <= > or < (e.g. year>=2020)"
+        )
     if key in ("folder", "tag", "tags") and op not in ("=", "!="):
         raise ValueError(f"bad filter {text!r}: {key} takes = or != only")
     link = _LINK.match(raw)
@@ -93,6 +97,8 @@ def rows(note: Note, mtime: float | None) -> list[tuple[str, str, float | None]]
             if num is None:
                 num = _date(text)
             out.setdefault((key, val), num)
+            if link and "/" in val:  # [[Recipes/Dessert]] matches category=Dessert too
+                out.setdefault((key, val.rsplit("/", 1)[-1]), None)
     if note.type:
         out.setdefault(("type", _value(note.type)), None)
     for tag in note.tags:
@@ -166,9 +172,16 @@ def _passing(conn: Connection, w: Where, names: Callable[[Where], Iterable[str]]
 
 
 def _scalars(value: Any) -> list[Any]:
-    """A property's values: a list's items, one level deep; a mapping says nothing."""
+    """A property's values: a list's items, one level deep; a mapping says nothing. A
+    list of one string is how YAML reads an unquoted ``[[Link]]``: the link."""
     items = value if isinstance(value, list) else [value]
-    return [i for i in items if i is not None and not isinstance(i, dict | list)]
+    out = []
+    for i in items:
+        if isinstance(i, list) and len(i) == 1 and isinstance(i[0], str):
+            out.append(f"[[{i[0]}]]")  # [[a]], [[b]] in a list: YAML's list of lists
+        elif i is not None and not isinstance(i, dict | list):
+            out.append(i)
+    return out
 
 
 def _value(text: str) -> str:
