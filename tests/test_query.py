@@ -198,3 +198,61 @@ def test_an_llm_failure_is_reported_and_costs_nothing(tmp_path: Path) -> None:
             assert d.call("status")["ready"] and d.call("cost")["calls"] == 0
         finally:
             d.stop()
+
+
+def test_a_person_reads_one_screen_best_first_with_templates_below_content(
+    tmp_path: Path,
+) -> None:
+    """``wikid query`` printed for a person (issue 48): about one screen unless --budget
+    asks for more, in the order the evidence was chosen, each relation once, a template
+    (Templates folder) below the notes with content, the no-LLM notice in one line."""
+    import subprocess
+    import sys
+
+    vault = tmp_path / "v"
+    write(
+        vault,
+        "Books/Out of Control.md",
+        '---\nauthor: "[[Kevin Kelly]]"\ntype: book\n---\n'
+        "Kevin Kelly wrote Out of Control about swarms, networks and machines that evolve.\n",
+    )
+    write(
+        vault,
+        "Kevin Kelly.md",
+        "# Kevin Kelly\n\nFounding editor of Wired; he wrote Out of Control.\n",
+    )
+    write(
+        vault,
+        "Templates/Book Template.md",
+        '---\nauthor: "{{author}}"\ncreated: {{date}}\n'
+        "---\n# {{title}}\n\nWho wrote it: {{author}}. Written {{date}}. Out of Control? {{notes}}\n",
+    )
+    for i in range(30):
+        write(
+            vault, f"Misc/Note {i}.md", f"# Note {i}\n\nA note about swarms of bees, number {i}.\n"
+        )
+    d = DaemonProc(vault, tmp_path).start()
+    where = ["--vault", str(vault), "--socket", str(d.socket)]
+    try:
+
+        def wikid(*args: str) -> str:
+            argv = [sys.executable, "-m", "wikid", *args, *where]
+            out = subprocess.run(argv, capture_output=True, text=True, env=d.env, timeout=120)
+            assert out.returncode == 0, out.stderr
+            return out.stdout
+
+        screen = wikid("query", "Who wrote Out of Control?")
+        lines = screen.splitlines()
+        assert len(lines) <= 45, screen
+        assert lines[-1].startswith("(no LLM configured") and "\n(no LLM" not in screen[:-200]
+        items = [ln for ln in lines if ln.startswith(("entity", "relation", "chunk"))]
+        first = next(i for i, ln in enumerate(items) if "Out of Control" in ln or "Kevin" in ln)
+        templated = [i for i, ln in enumerate(items) if "Templates/" in ln]
+        assert all(t > first for t in templated), screen
+        pairs = [ln.split("  ")[1] for ln in items if ln.startswith("relation")]
+        assert len(pairs) == len(set(pairs)), screen
+        assert lines[0].endswith("of 600 tokens, mode mix")  # one screen, by default
+        more = wikid("query", "Who wrote Out of Control?", "--budget", "3000")
+        assert more.splitlines()[0].endswith("of 3000 tokens, mode mix")
+    finally:
+        d.stop()

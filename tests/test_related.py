@@ -143,3 +143,38 @@ def test_an_edit_changes_the_answer_through_the_daemon(tmp_path: Path) -> None:
         assert d.call("related", note="Lighthouse")["linked_left_out"] == 1
     finally:
         d.stop()
+
+
+def test_an_empty_note_is_related_by_its_links_alone(tmp_path: Path) -> None:
+    """A note with no text (frontmatter only) has one placeholder chunk, its title and
+    "(empty note)": through the real CLI and daemon, it never ranks by meaning, and an
+    empty seed asks with its links alone (issue 48: three empty notes topped a book's
+    list at 0.43-0.49 by meaning)."""
+    import json
+    import subprocess
+    import sys
+
+    vault = tmp_path / "v"
+    write(
+        vault,
+        "Out of Control.md",
+        "---\ntype: book\n---\nKevin Kelly on swarms, networks and machines that evolve.\n",
+    )
+    write(vault, "Swarm Robots.md", "Many small robots that coordinate like ants and bees.\n")
+    write(vault, "Evolving Machines.md", "Machines that change themselves, as evolution does.\n")
+    for empty in ("Book Template", "Obsidian", "Blade Runner"):
+        write(vault, f"{empty}.md", "---\ntype: book\n---\n")
+    d = DaemonProc(vault, tmp_path).start()
+    try:
+        for seed in ("Out of Control", "Blade Runner"):
+            argv = [sys.executable, "-m", "wikid", "related", seed, "--json"]
+            argv += ["--vault", str(vault), "--socket", str(d.socket)]
+            out = subprocess.run(argv, capture_output=True, text=True, env=d.env, timeout=120)
+            assert out.returncode == 0, out.stderr
+            for r in json.loads(out.stdout)["related"]:
+                if r["path"] in ("Book Template.md", "Obsidian.md", "Blade Runner.md"):
+                    assert "meaning" not in r["why"], (seed, r)
+                if seed == "Blade Runner":
+                    assert "meaning" not in r["why"], r
+    finally:
+        d.stop()

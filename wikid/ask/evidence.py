@@ -33,6 +33,7 @@ class Item:
     path: str | None
     rank: int  # position in its retriever's own ordering (0 = first)
     prior: float = 0.0  # what retrieval believes of it, besides the aspects it covers
+    weight: float = 1.0  # a template's item: a quarter (skeletons rank below content)
     tokens: int = 0
     aspects: set[str] = field(default_factory=set)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -91,7 +92,7 @@ def select(
                 too_big = True
                 continue
             gain = sum(REPEAT[times[a]] for a in item.aspects if times[a] < len(REPEAT))
-            value = (gain + item.prior) / item.tokens
+            value = item.weight * (gain + item.prior) / item.tokens
             if value > best_value:
                 best, best_value = item, value
         if best is None:

@@ -45,6 +45,7 @@ from wikid.ask.fuse import (
     vector_order,
 )
 from wikid.ask.walk import Meaning, Reached, reach
+from wikid.core.vault import template_folders
 from wikid.core.words import question_keywords, terms
 from wikid.store.ids import split_sources
 from wikid.sync.search import Hit
@@ -59,6 +60,7 @@ WALK_CARDS = 8  # and the graph walk's best notes, ranked by the walk
 CHUNK_POOL = 10  # best fused notes whose best-matching chunk is a candidate
 PRIOR = 2.0  # prior of the top fused note's items, as gain; it falls as 1 / (1 + rank)
 EXPLAIN_TOP = 12
+TEMPLATE_WEIGHT = 0.25  # a template note's items: skeletons, chosen only when nothing else is
 
 
 def keywords(
@@ -258,6 +260,7 @@ def _pool(
     pool: list[Item] = []
     seen: set[tuple[str, str]] = set()
     stored = {id(it) for it in vector_items}
+    templates = tuple(f + "/" for f in template_folders(vg.root))
     hopped = hop_items(vg, hops, index.chunks)
     for item in [*path_items(vg, reached), *hopped, *cards, *vector_items, *filter(None, chunks)]:
         if (
@@ -272,6 +275,8 @@ def _pool(
         own = [item.extra.get(k) for k in ("walk_rank", "hop_rank")]
         ranks = [r for r in (fused, *own) if r is not None]
         item.prior = PRIOR / (1 + min(ranks)) if ranks else 0.0  # walked: its walk rank too
+        if item.path and item.path.startswith(templates):
+            item.prior, item.weight = 0.0, TEMPLATE_WEIGHT
         item.extra.setdefault("why", {})["fused_rank"] = fused
         pool.append(item)
     return pool
@@ -354,9 +359,9 @@ def _assemble(
     aspects = aspects_of(question, [n for n, _ in names], [p for _, p in names])
     chosen, used, stopped = select(pool, aspects, asked.budget, index.count_all)
     by_kind: dict[str, list[dict[str, Any]]] = {"entities": [], "relations": [], "chunks": []}
-    for item in chosen:
+    for pick, item in enumerate(chosen):  # ``pick``: the order of choice, best first
         kind = {"entity": "entities", "relation": "relations", "chunk": "chunks"}[item.kind]
-        by_kind[kind].append(_render(index, item, explain))
+        by_kind[kind].append({**_render(index, item, explain), "pick": pick})
     uncovered = aspects - {a for it in chosen for a in it.aspects}
     out = {
         "question": question,

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from wikid.ask.fuse import Ranked, fuse
+from wikid.core.chunk import is_placeholder
 from wikid.core.graph import GHOST, TAG, VaultGraph
 
 if TYPE_CHECKING:
@@ -117,6 +118,10 @@ async def _found(
     signals: Collection[str],
 ) -> tuple[list[Ranked], dict[str, _Near], dict[str, _Graph], set[str]]:
     ids, lines = index.spans(path)
+    empty = {c.id for c in index.chunks(path) if is_placeholder(c.content)}
+    if empty:  # an empty note has no meaning to ask with: its links alone relate it
+        kept = [(c, n) for c, n in zip(ids, lines, strict=True) if c not in empty]
+        ids, lines = tuple(c for c, _ in kept), tuple(n for _, n in kept)
     near: dict[str, _Near] = {}
     if "vector" in signals:
         near = await _by_meaning(index, path, dict(zip(ids, lines, strict=True)))
@@ -128,7 +133,7 @@ async def _found(
         for p in linked:
             graph.setdefault(p, _Graph()).score += LINK
             graph[p].linked = True
-    if graph and "vector" in signals:  # the graph's best, scored by meaning too
+    if graph and ids and "vector" in signals:  # the graph's best, scored by meaning too
         best = sorted(graph, key=lambda p: (-graph[p].score, p))[:GRAPH_POOL]
         await _fill(index, lines[:MAX_CHUNKS], ids[:MAX_CHUNKS], near, best)
     notes = index.graph.notes
@@ -150,13 +155,13 @@ async def _found(
 async def _by_meaning(index: Index, path: str, lines: dict[str, int]) -> dict[str, _Near]:
     """Each note with a chunk near one of ``path``'s chunks -> its best pair."""
     asked = list(lines)[:MAX_CHUNKS]
-    found = await index.nearest_chunks(asked, PER_CHUNK)
+    found = await index.nearest_chunks(asked, PER_CHUNK) if asked else {}
     best: dict[str, _Near] = {}
     for cid, hits in found.items():
         for hit in hits:
             other, score = hit.get("file_path"), float(hit.get("distance", 0.0))
-            if not other or other == path:
-                continue
+            if not other or other == path or is_placeholder(hit.get("content", "")):
+                continue  # an empty note is related by its links alone, never by meaning
             if other not in best or score > best[other].score:
                 best[other] = _Near(score, lines[cid], hit["id"], hit.get("content", ""))
     return best
@@ -169,6 +174,9 @@ async def _fill(
     so that a note close in the graph has a meaning rank too (a short note's kin are
     often outside its chunks' nearest few dozen)."""
     theirs = {p: index.spans(p)[0][:MAX_CHUNKS] for p in notes if p not in near}
+    for p in [p for p, cs in theirs.items() if len(cs) == 1]:  # maybe an empty note's
+        if any(is_placeholder(c.content) for c in index.chunks(p)):
+            del theirs[p]
     if not theirs:  # all found by the search already: no vectors to read
         return
     vectors = await index.chunk_vectors(list(ids) + [c for cs in theirs.values() for c in cs])

@@ -122,6 +122,15 @@ def _split_long(text: str, count: TokenCounter, budget: int) -> list[tuple[str, 
     return pieces
 
 
+EMPTY = "(empty note)"  # the one chunk of a note with no text: its title and this
+
+
+def is_placeholder(content: str) -> bool:
+    """Is this a chunk with no text of the note's own (``EMPTY``)? It says only the
+    title: meaning must not relate two notes by it."""
+    return content.endswith("\n\n" + EMPTY) or content == EMPTY
+
+
 def chunk_note(
     note: Note, count: TokenCounter = approx_tokens, target: int = TARGET_TOKENS
 ) -> list[Chunk]:
@@ -174,6 +183,6 @@ def chunk_note(
         if buf:
             emit(heading, start, end, "\n\n".join(buf), buf_n)
     if not chunks:
-        about = note.summary or note.error or "(empty note)"
+        about = note.summary or note.error or EMPTY
         emit((), note.body_line, note.body_line, about, count(about))
     return chunks

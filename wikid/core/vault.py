@@ -143,6 +143,25 @@ def _user_ignore_filters(root: Path) -> list[str]:
     return [f for f in filters if isinstance(f, str) and f] if isinstance(filters, list) else []
 
 
+def template_folders(root: Path) -> tuple[str, ...]:
+    """The folders a vault keeps its templates in (their notes are skeletons full of
+    ``{{date}}``, not content): the Templates core plugin's (``.obsidian/templates.json``
+    "folder"), Templater's ("templates_folder"), and a top-level ``Templates``."""
+    found = ["Templates"]
+    for rel, key in (
+        ("templates.json", "folder"),
+        ("plugins/templater-obsidian/data.json", "templates_folder"),
+    ):
+        try:
+            data = json.loads((root / ".obsidian" / rel).read_text("utf-8")[:65536])
+        except (OSError, ValueError):
+            continue
+        folder = data.get(key) if isinstance(data, dict) else None
+        if isinstance(folder, str) and folder.strip("/ "):
+            found.append(folder.strip("/ "))
+    return tuple(dict.fromkeys(found))
+
+
 def walk(
     root: Path, filt: VaultFilter, under: str = "", errors: dict[str, str] | None = None
 ) -> Iterator[str]:
