@@ -144,3 +144,14 @@ def test_retrieval_beside_lightrag_keeps_its_entities_and_relations_in_order(
                     assert chunk["chunk_id"] in cited | hits, (mode, q)
             compared += bool(want_e or want_r)
     assert compared >= 30  # the questions found something to compare
+
+
+def test_a_typed_edge_covers_the_word_it_answers(
+    typed: tuple[Index, asyncio.AbstractEventLoop],
+) -> None:
+    """ "Who wrote X?": the ``author`` relation answers "wrote" by meaning, so the
+    evidence says so (issue 48: the answer ended "not covered: wrote")."""
+    ev = _ev(typed, "Who wrote Tidewater Almanac?", budget=600)
+    rel = next(r for r in ev["relations"] if r["text"] == "Tidewater Almanac —author→ Mara Quill")
+    assert "wrote" in rel["covers"] and "wrote" not in ev["uncovered"]
+    assert rel["pick"] <= 2  # among the first things shown

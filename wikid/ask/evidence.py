@@ -49,7 +49,7 @@ def aspects_of(question: str, names: Iterable[str], notes: Iterable[str] = ()) -
 
 
 def _covered(item: Item, aspects: set[str]) -> set[str]:
-    words = terms(item.text)
+    words = terms(item.text) | set(item.extra.get("covers", ()))
     low = item.text.lower()
     paths = set(item.extra.get("paths", ())) | {item.path}
 

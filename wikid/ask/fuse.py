@@ -93,6 +93,8 @@ def path_items(vg: VaultGraph, reached: list[Reached]) -> list[Item]:
             "line": last.line,
             "sources": [],
             "why": {"named": _title(vg, r.seed), "hop": r.hop, **r.why, "score": round(r.score, 3)},
+            # the question's word its edge answers by meaning covers that aspect
+            "covers": sorted(terms(r.why["says"])) if "says" in r.why else [],
         }
         key = "path\x1f" + "\x1f".join(f"{s.src}>{s.kind}>{s.tgt}" for s in r.steps)
         out.append(Item("relation", key, render_path(vg, r.steps), last.src, rank, extra=extra))

@@ -80,6 +80,11 @@ class Meaning:
         """Unit vectors of ``texts`` (a question's words), not kept."""
         return _unit(self._embed(list(texts))) if texts else np.zeros((0, 1), np.float32)
 
+    def nearest(self, words: np.ndarray, label: str) -> int | None:
+        """The row of ``words`` closest to ``label`` (embedded by ``best`` already)."""
+        vec = self._memo.get(label)
+        return int(np.argmax(words @ vec)) if vec is not None and len(words) else None
+
     def best(self, words: np.ndarray, labels: Iterable[str]) -> dict[str, float]:
         """label -> its best cosine with any row of ``words`` (0 with no words)."""
         wanted = list(dict.fromkeys(labels))
@@ -199,6 +204,12 @@ def reach(
                 second[n] = Reached(n, score, 2, mid.seed, (*mid.steps, step), why)
     _judge(vg, list(second.values()), set(seeded), vectors, wanted, rel, meaning)
     found.update(second)
+    for r in found.values():  # the question's word a typed edge answers ("wrote": author)
+        kind = r.steps[-1].kind
+        if kind not in LINK_KINDS and _match(rel.get(kind, 0.0)) > 0:
+            at = meaning.nearest(vectors, kind)
+            if at is not None:
+                r.why["says"] = rest[at]
     out = sorted(found.values(), key=lambda r: (-r.score, r.hop, r.node))
     return seeded, out[:top]
 
