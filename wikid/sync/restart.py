@@ -48,8 +48,9 @@ from wikid.sync.records import Namer, Spans
 # ``tokens`` counted with MiniLM's WordPiece, for every embedder, not cl100k; 6: a
 # ``Note`` may be a head, its payload in this cache; 7: the search index's ``props``
 # rows, which only a full reconcile writes for every note; 8: a type written as a list
-# or a link, ``[[Book]]``, is its target's name), so a restart reconciles every key.
-FORMAT = 8
+# or a link, ``[[Book]]``, is its target's name; 9: the search rows' text form,
+# ``search.TEXT_FORM``, CJK characters as tokens), so a restart reconciles every key.
+FORMAT = 9
 # The saved graph's layout, apart from the parse cache's format: a graph saved in an
 # older layout is not loaded (the restart rebuilds it from the cache, 2 s at 13k notes)
 # and the cache stays valid. 2: groups of paths as tuples (``core._groups``), edges

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wikid.core.cjk import has_cjk, phrase, runs, spaced, unspaced
 from wikid.core.graph import TAG, VaultGraph
 from wikid.core.note import Note
 from wikid.core.resolve import alias_key, fold, resolve
@@ -37,7 +38,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts_notes USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_names USING fts5(
     name, path UNINDEXED, kind UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2');
 CREATE TABLE IF NOT EXISTS fts_ids (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS fts_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+# How the rows' text is made: rows made otherwise are dropped and written again. 2: each
+# CJK character a token of its own (``core.cjk``).
+TEXT_FORM = "2"
 # A note's rows are found by rowid, never by the (unindexed) path column: FTS5 would scan.
 # Note n owns fts_notes row n and fts_names rows n*NAMES .. n*NAMES + NAMES - 1.
 NAMES = 4096
@@ -68,14 +73,17 @@ class Hit:
 def _words(text: str) -> list[str]:
     """The words to match, lowercased, once each. Stop words are left out unless there
     is nothing else: "what" and "does" would match nearly every note, costing time and
-    ranking nothing."""
-    words = [w.lower() for w in _TOKEN.findall(text) if len(w) > 1 or w.isdigit()]
+    ranking nothing. A CJK word of one character counts (most words there are two)."""
+    words = [
+        w.lower() for w in _TOKEN.findall(text) if len(w) > 1 or w.isdigit() or has_cjk(w)
+    ]
     return list(dict.fromkeys([w for w in words if w not in STOP] or words))
 
 
 def _match_expr(words: list[str]) -> str | None:
-    """Any of the words, each quoted (FTS5 syntax never leaks in from user text)."""
-    return " OR ".join(f'"{w}"' for w in words) or None
+    """Any of the words, each quoted (FTS5 syntax never leaks in from user text); a CJK
+    word as the phrase of its characters (``core.cjk``)."""
+    return " OR ".join(f'"{phrase(w)}"' for w in words) or None
 
 
 def _stems(word: str) -> list[str]:
@@ -105,12 +113,19 @@ class SearchIndex:
             self._counted = True
         except sqlite3.Error:  # no fts5vocab in this SQLite: every word is matched
             self._counted = False
+        form = c.execute("SELECT value FROM fts_meta WHERE key='text_form'").fetchone()
         if c.execute("SELECT 1 FROM fts_notes LIMIT 1").fetchone() and (
-            not had_props or not c.execute("SELECT 1 FROM fts_ids LIMIT 1").fetchone()
-        ):  # rows from before fts_ids or props existed: start over (the next sync refills)
+            not had_props
+            or not c.execute("SELECT 1 FROM fts_ids LIMIT 1").fetchone()
+            or form != (TEXT_FORM,)
+        ):  # rows from before fts_ids, props or this text form: start over (a full
+            # reconcile refills them; restart.FORMAT changes with TEXT_FORM)
             with db.transaction() as conn:
                 for table in ("fts_notes", "fts_names", "fts_ids"):
                     conn.execute(f"DELETE FROM {table}")
+        if form != (TEXT_FORM,) and not db.read_only:
+            with db.transaction() as conn:
+                conn.execute("INSERT OR REPLACE INTO fts_meta VALUES ('text_form', ?)", (TEXT_FORM,))
 
     def update(self, notes: dict[str, Note | None]) -> None:
         """Rewrite the rows of these notes (None: the note is gone). Joins the caller's
@@ -132,6 +147,7 @@ class SearchIndex:
                 if row is None:
                     nid = conn.execute("INSERT INTO fts_ids (path) VALUES (?)", (path,)).lastrowid
                 meta = {
+                    "title": note.title,  # as written (the indexed column is spaced)
                     "type": note.type,
                     "aliases": list(note.aliases),
                     "tags": list(note.tags),
@@ -143,11 +159,11 @@ class SearchIndex:
                     (
                         nid,
                         path,
-                        note.title,
-                        " ".join(note.aliases),
-                        note.summary or note.opening,
-                        " ".join(note.tags),
-                        note.body,
+                        spaced(note.title),
+                        spaced(" ".join(note.aliases)),
+                        spaced(note.summary or note.opening or ""),
+                        spaced(" ".join(note.tags)),
+                        spaced(note.body or ""),
                         json.dumps(meta, ensure_ascii=False),
                     ),
                 )
@@ -155,7 +171,10 @@ class SearchIndex:
                 names += [(f"#{t}", "tag") for t in note.tags]
                 conn.executemany(
                     "INSERT INTO fts_names (rowid, name, path, kind) VALUES (?, ?, ?, ?)",
-                    ((nid * NAMES + j, n, path, k) for j, (n, k) in enumerate(names[:NAMES])),
+                    (
+                        (nid * NAMES + j, spaced(n), path, k)
+                        for j, (n, k) in enumerate(names[:NAMES])
+                    ),
                 )
 
     def _mtime(self, note: Note) -> float | None:
@@ -247,8 +266,9 @@ class SearchIndex:
         sql += " ORDER BY bm25(fts_notes, " + WEIGHTS + ") LIMIT ?"
         args.append(k * 4 if tag else k)
         hits = [
-            Hit(path, title, snippet, -score, json.loads(meta))
+            Hit(path, m.pop("title", None) or unspaced(title), unspaced(snippet), -score, m)
             for path, title, snippet, score, meta in self.db.conn.execute(sql, args)
+            for m in [json.loads(meta)]
         ]
         if tag:
             want = tag.lstrip("#").lower()
@@ -265,14 +285,21 @@ class SearchIndex:
         """(name, note path) for names whose every word occurs in the question, best
         first: what the question mentions by name; and the question's words too common
         among the names to be looked for here (the caller looks their names up exactly)."""
-        counts = self.rows_with("fts_names", _words(question))
+        latin = [w for w in _words(question) if not has_cjk(w)]
+        # A CJK run names what it contains: each character is a term of the names
+        # (``core.cjk``), and a name counts below only if its run stands in the question.
+        chars = list(dict.fromkeys(c for run in runs(question) for c in run))
+        counts = self.rows_with("fts_names", latin + chars)
         common = {w for w, n in counts.items() if n > COMMON_NAMES}
         expr = _match_expr([w for w in counts if w not in common])
         if expr is None:
-            return [], common
+            return [], common - set(chars)
         asked = {w.lower() for w in _TOKEN.findall(question)}
+        said_cjk = "".join(runs(question))
 
         def said(word: str) -> bool:  # "sort" names "Sorting": a shared stem of 4+ letters
+            if has_cjk(word):
+                return all(run in question for run in runs(word)) and bool(said_cjk)
             return word in asked or any(
                 min(len(a), len(word)) >= 4 and (a.startswith(word) or word.startswith(a))
                 for a in asked
@@ -283,7 +310,8 @@ class SearchIndex:
             (expr,),
         ).fetchall()
         out: list[tuple[str, str]] = []
-        for name, path in rows:
+        for spaced_name, path in rows:
+            name = unspaced(spaced_name)
             words = {w.lower() for w in _TOKEN.findall(name)}
             if words and all(said(w) for w in words) and (name, path) not in out:
                 out.append((name, path))
