@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
+import pytest
 from daemontools import DaemonProc, copy_example
 
 
@@ -52,3 +55,66 @@ def test_a_garbled_store_is_moved_aside_and_rebuilt_from_the_vault(tmp_path: Pat
     assert d.stop() == 0
     assert _export(d.workdir) == before
     assert _sums(vault) == sums  # nothing written into the vault
+
+
+def test_a_lost_event_queue_means_one_full_rescan() -> None:
+    """At the watcher's boundary (runs anywhere): an overflow report from watchdog is
+    counted and turns the next batch into a full rescan."""
+    import asyncio
+
+    from watchdog.events import EventsLostEvent
+
+    from wikid.core.vault import VaultFilter
+    from wikid.server.watcher import Watcher
+
+    async def run() -> tuple[set[str], bool, int]:
+        root = Path(tempfile.mkdtemp())
+        w = Watcher(root, VaultFilter(root))
+        w._loop = asyncio.get_running_loop()
+        w.add(["a.md"])
+        w.on_any_event(EventsLostEvent(str(root), is_directory=True))
+        paths, rescan = await asyncio.wait_for(w.next_batch(), 10)
+        return paths, rescan, w.overflows
+
+    paths, rescan, overflows = asyncio.run(run())
+    assert rescan and not paths and overflows == 1
+
+
+MAX_QUEUED = Path("/proc/sys/fs/inotify/max_queued_events")
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not os.access(MAX_QUEUED, os.W_OK),
+    reason="lowering fs.inotify.max_queued_events needs root; the boundary test above runs",
+)
+def test_the_kernel_dropping_events_is_noticed_and_rescanned(tmp_path: Path) -> None:
+    """The real fault, as root: the daemon's inotify queue is 16 events deep (the limit
+    is read when its watcher starts), and a burst of 300 new notes overflows it. wikid
+    says so in status and the log, rescans, and ends equal to a rebuild."""
+    vault = copy_example(tmp_path / "v")
+    old = MAX_QUEUED.read_text()
+    MAX_QUEUED.write_text("16\n")
+    try:
+        d = DaemonProc(vault, tmp_path).start()
+    finally:
+        MAX_QUEUED.write_text(old)
+    try:
+        for i in range(300):
+            (vault / f"burst-{i:03d}.md").write_text(f"# Burst {i}\n\nSee [[Welcome]].\n")
+        status = d.wait_for(lambda s: s["watcher"]["overflows"] >= 1, timeout=120)
+        status = d.wait_for(lambda s: s["notes"] == 306 and s["queue"] == 0, timeout=300)
+        assert status["watcher"]["overflows"] >= 1
+        assert "queue overflowed" in d.log.read_text()
+        assert d.stop() == 0
+        assert _export(d.workdir)["documents"] == _fresh(vault, tmp_path)["documents"]
+    finally:
+        d.stop()
+
+
+def _fresh(vault: Path, tmp: Path) -> dict[str, object]:
+    """A store built from scratch from the vault as it is now, exported."""
+    (tmp / "fresh").mkdir(exist_ok=True)
+    fresh = DaemonProc(vault, tmp / "fresh")
+    fresh.start()
+    fresh.stop()
+    return _export(fresh.workdir)

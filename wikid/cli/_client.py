@@ -108,6 +108,11 @@ def status_text(s: dict[str, Any]) -> str:
         f"rejected    {len(s['rejected'])} files",
     ]
     lines += [f"  {p}: {why}" for p, why in s["rejected"].items()]
+    if s["watcher"].get("overflows"):
+        lines.append(
+            f"watcher     the OS dropped file events {s['watcher']['overflows']} times; "
+            "each time the vault was rescanned"
+        )
     if s.get("conflicts"):
         lines.append(f"conflicts   {len(s['conflicts'])} sync-conflict copies, oldest first")
         lines += [f"  {c['path']}  (a copy of {c['original']})" for c in s["conflicts"]]

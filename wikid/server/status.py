@@ -109,6 +109,9 @@ def status_reply(d: Daemon) -> dict[str, Any]:
         "watcher": {
             "alive": d.watching.alive if d.watching else False,
             "last_event": d.watching.last_event if d.watching else None,
+            # the OS dropped events this many times (each one rescanned the vault)
+            "overflows": d.watching.overflows if d.watching else 0,
+            "last_overflow": d.watching.last_overflow if d.watching else None,
         },
         "uptime_seconds": round(time.time() - d.started, 1),
         "pid": os.getpid(),

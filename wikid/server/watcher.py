@@ -26,12 +26,14 @@ import threading
 import time
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+import structlog
+from watchdog.events import EVENT_TYPE_EVENTS_LOST, FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from wikid.core.vault import VaultFilter
 
 QUICK_S = 0.04  # quiet that ends a lone save's burst
+log = structlog.get_logger("wikid")
 
 
 def quiet_needed(first: float, last: float, window: float) -> float:
@@ -54,6 +56,8 @@ class Watcher(FileSystemEventHandler):
         self._first_event: float | None = None
         self._last_event = 0.0
         self._rescan = False
+        self.overflows = 0  # times the OS dropped events (each one led to a full rescan)
+        self.last_overflow: float | None = None
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._observer = Observer()
@@ -72,6 +76,16 @@ class Watcher(FileSystemEventHandler):
     # -- watchdog thread ----------------------------------------------------------
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type == EVENT_TYPE_EVENTS_LOST:
+            # The kernel's queue overflowed (a git checkout, a sync tool: past
+            # fs.inotify.max_queued_events): which files changed is lost, so the next
+            # batch is one full rescan, and status and the log say so.
+            with self._lock:
+                self.overflows += 1
+                self.last_overflow = time.time()
+            log.warning("the file-system event queue overflowed; rescanning the vault")
+            self.request_rescan()
+            return
         if event.event_type in ("opened", "closed_no_write"):
             return
         if event.is_directory and event.event_type == "modified":
