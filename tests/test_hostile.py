@@ -253,6 +253,9 @@ def test_a_second_daemon_refuses_a_live_socket_and_a_busy_store(tmp_path: Path) 
         )
         assert same_store.returncode != 0 and "is writing the store" in same_store.stderr
         assert "Traceback" not in same_store.stderr + same_socket.stderr
+        for refused in (same_socket, same_store):  # one line, a usage error's exit code
+            assert refused.returncode == 2, refused.returncode
+            assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
         assert d.call("status")["ready"]
         _edit_is_visible_quickly(d, 1)
 

@@ -127,17 +127,10 @@ class Daemon:
         import_runtime()
         warm(self.cfg.store, llm=self.cfg.llm() is not None)
         server = await protocol.listen(self.cfg.socket, self._dispatch, self.stopping.set)
-        log.info(
-            "listening",
-            vault=str(self.cfg.path),
-            socket=str(self.cfg.socket),
-            store=str(self.cfg.workdir / self.cfg.workspace),
-            backend=self.cfg.store,
-        )
         try:
             return await self._serve(loop)
         except (StoreBusy, VaultMissing) as exc:
-            raise SystemExit(f"wikid: {exc}") from None
+            protocol.refuse(f"wikid: {exc}")
         finally:
             await server.close()
             with contextlib.suppress(FileNotFoundError):
@@ -158,6 +151,13 @@ class Daemon:
             postgres_url=self.cfg.postgres_url,
         )
         freeze_long_lived()  # the graph: out of the collector's way
+        log.info(  # once the store is this daemon's (its lock taken)
+            "listening",
+            vault=str(self.cfg.path),
+            socket=str(self.cfg.socket),
+            store=str(self.cfg.workdir / self.cfg.workspace),
+            backend=self.cfg.store,
+        )
         self.costs = self.index.cost_ledger()
         self.index.on_embedded(self._embedded)
         self.index.on_search_ready(self._serving)

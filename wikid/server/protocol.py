@@ -15,9 +15,10 @@ import math
 import os
 import socket
 import stat
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import structlog
 
@@ -29,6 +30,13 @@ log = structlog.get_logger("wikid")
 
 Emit = Callable[[str], None]
 Dispatch = Callable[[Any, dict[str, Any], Emit], Awaitable[tuple[Any, bool]]]
+
+
+def refuse(message: str) -> NoReturn:
+    """Stop a start that cannot go on (a daemon already serves this vault or store): one
+    line, and exit 2 like any other usage error, so systemd's restarts stop soon."""
+    print(message, file=sys.stderr)
+    raise SystemExit(2)
 
 
 class ProtocolError(Exception):
@@ -118,11 +126,11 @@ def _claim(path: Path) -> None:
     if not os.path.lexists(path):
         return
     if not stat.S_ISSOCK(os.lstat(path).st_mode):
-        raise SystemExit(f"wikid: {path} exists and is not a socket; refusing to replace it")
+        refuse(f"wikid: {path} exists and is not a socket; refusing to replace it")
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         probe.connect(str(path))
-        raise SystemExit(f"wikid: already running (a daemon answers on {path})")
+        refuse(f"wikid: already running (a daemon answers on {path})")
     except (ConnectionRefusedError, FileNotFoundError):
         path.unlink()  # a stale socket from a crash
     finally:
