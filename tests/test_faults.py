@@ -7,9 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -118,3 +120,58 @@ def _fresh(vault: Path, tmp: Path) -> dict[str, object]:
     fresh.start()
     fresh.stop()
     return _export(fresh.workdir)
+
+
+def _can_mount() -> bool:
+    return os.geteuid() == 0 and shutil.which("mount") is not None
+
+
+@pytest.mark.skipif(not _can_mount(), reason="a small tmpfs for the state folder needs root")
+def test_a_full_disk_keeps_queries_answering_and_catches_up_once_freed(tmp_path: Path) -> None:
+    """The state folder on a 32 MiB tmpfs, filled while the daemon runs, then notes
+    written: the batch cannot commit; status says "disk full" with the path; queries,
+    search and related notes answer from the last good state; the store file passes
+    SQLite's integrity check. Once space is freed, wikid catches up without a restart
+    and equals a rebuild."""
+    import sqlite3
+
+    state = tmp_path / "wd"
+    state.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(state)], check=True)
+    try:
+        vault = copy_example(tmp_path / "v")
+        d = DaemonProc(vault, tmp_path).start()
+        try:
+            filler = state / "filler"
+            with open(filler, "wb") as fh:  # every byte the tmpfs has left
+                try:
+                    while True:
+                        fh.write(b"\0" * (1 << 20))
+                        fh.flush()
+                except OSError:
+                    pass
+            for i in range(20):
+                (vault / f"new-{i}.md").write_text(
+                    f"# New {i}\n\n" + " ".join(f"word{i}-{j}" for j in range(2000)) + "\n"
+                )
+            status = d.wait_for(lambda s: "disk full" in str(s["store"]["last_error"]), 120)
+            assert str(state) in status["store"]["last_error"] and status["store"]["behind"]
+            ev = d.call("query", text="Who wrote the first program?", budget=800)
+            assert "People/Ada Lovelace.md" in ev["notes"]
+            assert d.call("search", text="analytical engine")["hits"]
+            assert d.call("related", note="Ada Lovelace")["related"]
+            (store,) = state.glob("*/wikid-store.sqlite")
+            with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+                assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+            filler.unlink()
+            freed = time.monotonic()
+            d.wait_for(lambda s: s["notes"] == 26 and not s["store"]["behind"], 300)
+            print(f"\ncaught up {time.monotonic() - freed:.1f} s after space was freed")
+            d.settle()
+            assert d.stop() == 0
+            got = _export(d.workdir)
+        finally:
+            d.stop()
+    finally:
+        subprocess.run(["umount", "-l", str(state)], check=False)
+    assert got["documents"] == _fresh(vault, tmp_path)["documents"]

@@ -35,12 +35,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import structlog
 from lightrag.base import BaseVectorStorage
 from lightrag.utils import compute_mdhash_id, validate_workspace
 
 from wikid.store._sqlite import Connection, in_batches
 from wikid.store._vector_index import VectorIndex, normalized
 from wikid.store.sqlite_backend import Connected
+
+log = structlog.get_logger("wikid.store")
 
 
 @dataclass
@@ -126,14 +129,28 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
             if index is None:
                 if writer:
                     stamp_file.unlink(missing_ok=True)  # it describes no rows from here on
-                index = VectorIndex(self._dim, held if writer else None)
-                cur = conn.execute("SELECT id, vec FROM lr_vectors WHERE ns=?", (self.namespace,))
-                while rows := cur.fetchmany(4096):
-                    blob = b"".join(r[1] for r in rows)  # one buffer, not a view per row
-                    vectors = np.frombuffer(blob, np.float32).reshape(len(rows), -1)
-                    index.put([r[0] for r in rows], vectors)
+                try:
+                    index = self._filled(conn, held if writer else None)
+                except OSError as exc:  # a full disk: answer from the heap meanwhile
+                    log.warning(
+                        "vector rows kept in memory: their file cannot be written",
+                        file=str(held),
+                        error=str(exc),
+                    )
+                    index = self._filled(conn, None)
         self._index = index
         self._epoch = self.db.epoch()
+
+    def _filled(self, conn: Connection, rows_file: Path | None) -> VectorIndex:
+        """A new index of every row of this namespace (``rows_file``: where its int8
+        rows live; None: the heap)."""
+        index = VectorIndex(self._dim, rows_file)
+        cur = conn.execute("SELECT id, vec FROM lr_vectors WHERE ns=?", (self.namespace,))
+        while rows := cur.fetchmany(4096):
+            blob = b"".join(r[1] for r in rows)  # one buffer, not a view per row
+            vectors = np.frombuffer(blob, np.float32).reshape(len(rows), -1)
+            index.put([r[0] for r in rows], vectors)
+        return index
 
     def _save(self) -> None:
         """Stamp the rows' file for the next start, unless the stamp already stands."""
