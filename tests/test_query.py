@@ -251,7 +251,7 @@ def test_a_person_reads_one_screen_best_first_with_templates_below_content(
         assert all(t > first for t in templated), screen
         pairs = [ln.split("  ")[1] for ln in items if ln.startswith("relation")]
         assert len(pairs) == len(set(pairs)), screen
-        assert lines[0].endswith("of 600 tokens, mode mix")  # one screen, by default
+        assert lines[0].endswith("of 1000 tokens, mode mix")  # one screen, by default
         more = wikid("query", "Who wrote Out of Control?", "--budget", "3000")
         assert more.splitlines()[0].endswith("of 3000 tokens, mode mix")
     finally:

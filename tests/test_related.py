@@ -14,7 +14,10 @@ import pytest
 import recall
 from daemontools import DaemonProc
 from graphtools import write
+from storetools import unique_workspace
 
+from wikid.ask import query as wq
+from wikid.core.chunk import is_boilerplate
 from wikid.server import api
 from wikid.server.protocol import ProtocolError
 from wikid.sync.index import Index
@@ -145,11 +148,13 @@ def test_an_edit_changes_the_answer_through_the_daemon(tmp_path: Path) -> None:
         d.stop()
 
 
-def test_an_empty_note_is_related_by_its_links_alone(tmp_path: Path) -> None:
+def test_an_empty_note_is_related_by_its_title_not_its_placeholder(tmp_path: Path) -> None:
     """A note with no text (frontmatter only) has one placeholder chunk, its title and
-    "(empty note)": through the real CLI and daemon, it never ranks by meaning, and an
-    empty seed asks with its links alone (issue 48: three empty notes topped a book's
-    list at 0.43-0.49 by meaning)."""
+    "(empty note)", and that shared text made empty notes near each other and near
+    everything (issue 48: three empty notes topped a book's list at 0.43-0.49). Through
+    the real CLI and daemon: an empty note's pairs are scored by the two titles, so the
+    notes with content come first, and an empty note still finds the one its title
+    names (the hand-checked sets relate "M-Theory" and "Superstring Theory")."""
     import json
     import subprocess
     import sys
@@ -162,19 +167,98 @@ def test_an_empty_note_is_related_by_its_links_alone(tmp_path: Path) -> None:
     )
     write(vault, "Swarm Robots.md", "Many small robots that coordinate like ants and bees.\n")
     write(vault, "Evolving Machines.md", "Machines that change themselves, as evolution does.\n")
-    for empty in ("Book Template", "Obsidian", "Blade Runner"):
+    for empty in (
+        "Book Template",
+        "Obsidian",
+        "Blade Runner",
+        "Blade Runner 2049",
+        "Out of Control Notes",
+    ):
         write(vault, f"{empty}.md", "---\ntype: book\n---\n")
     d = DaemonProc(vault, tmp_path).start()
+
+    def related(seed: str) -> list[dict[str, Any]]:
+        argv = [sys.executable, "-m", "wikid", "related", seed, "--json"]
+        argv += ["--vault", str(vault), "--socket", str(d.socket)]
+        out = subprocess.run(argv, capture_output=True, text=True, env=d.env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        got: list[dict[str, Any]] = json.loads(out.stdout)["related"]
+        return got
+
     try:
-        for seed in ("Out of Control", "Blade Runner"):
-            argv = [sys.executable, "-m", "wikid", "related", seed, "--json"]
-            argv += ["--vault", str(vault), "--socket", str(d.socket)]
-            out = subprocess.run(argv, capture_output=True, text=True, env=d.env, timeout=120)
-            assert out.returncode == 0, out.stderr
-            for r in json.loads(out.stdout)["related"]:
-                if r["path"] in ("Book Template.md", "Obsidian.md", "Blade Runner.md"):
-                    assert "meaning" not in r["why"], (seed, r)
-                if seed == "Blade Runner":
-                    assert "meaning" not in r["why"], r
+        book = [r["path"] for r in related("Out of Control")]
+        content = {"Swarm Robots.md", "Evolving Machines.md"}
+        unrelated = {"Book Template.md", "Obsidian.md", "Blade Runner.md", "Blade Runner 2049.md"}
+        assert set(book[:2]) == content, book  # content first, not the empty notes
+        assert all(book.index(e) > 1 for e in unrelated if e in book), book
+        film = related("Blade Runner")
+        assert film[0]["path"] == "Blade Runner 2049.md", film  # by title, not the placeholder
+        scores = {r["path"]: r["why"]["meaning"]["score"] for r in film if "meaning" in r["why"]}
+        assert scores["Blade Runner 2049.md"] > scores.get("Book Template.md", 0.0) + 0.1, scores
     finally:
         d.stop()
+
+
+def test_a_table_of_contents_shared_with_a_note_does_not_relate_them(tmp_path: Path) -> None:
+    """Notes that open with a table-of-contents plugin block (a heading over an empty
+    ```table-of-contents block: near-identical chunks, cosine 0.7-0.8): one whose only
+    shared text with a note is that block stays out of its top 10 (issue 51)."""
+    vault = tmp_path / "v"
+    toc = "# Table Of Contents\n\n```table-of-contents\n```\n\n"
+    write(vault, "Springs.md", f"{toc}# Hooke\n\nA spring stretches in proportion to the force.\n")
+    physics = [
+        "Elastic Modulus",
+        "Stress and Strain",
+        "Hooke's Law",
+        "Tension",
+        "Oscillators",
+        "Restoring Force",
+        "Young's Modulus",
+        "Deformation",
+        "Elasticity",
+        "Compression",
+        "Shear",
+        "Torsion Springs",
+    ]
+    for name in physics:
+        write(
+            vault,
+            f"{name}.md",
+            f"# {name}\n\n{name} describes how materials stretch under force.\n",
+        )
+    others = [
+        "Sourdough",
+        "Jazz Chords",
+        "Knitting",
+        "Tea",
+        "Chess",
+        "Gardening",
+        "Pottery",
+        "Opera",
+        "Origami",
+        "Surfing",
+        "Calligraphy",
+        "Sailing",
+        "Baking",
+        "Salsa",
+    ]
+    for name in others:
+        write(vault, f"{name}.md", f"{toc}# {name}\n\nA hobby: {name.lower()} for beginners.\n")
+
+    async def run() -> list[str]:
+        idx = await Index.open(vault, tmp_path / "wd", workspace=unique_workspace("toc"))
+        try:
+            await idx.sync()
+            got = await api.related(idx, {"note": "Springs", "limit": 10})
+            # and a query's evidence picks content over the block (the same rule)
+            ev = await wq.evidence(
+                idx, "What does the table of contents of Springs say?", "mix", 300
+            )
+            chunks = [c["text"] for c in ev["chunks"]]
+            assert not chunks or not is_boilerplate(chunks[0]), chunks
+            return [r["path"] for r in got["related"]]
+        finally:
+            await idx.close()
+
+    top = asyncio.run(run())
+    assert not {f"{n}.md" for n in others} & set(top), top

@@ -23,7 +23,7 @@ from typing import Any
 from wikid.ask.evidence import Item
 from wikid.ask.hop import Hop
 from wikid.ask.walk import Reached, Step
-from wikid.core.chunk import Chunk
+from wikid.core.chunk import Chunk, is_boilerplate
 from wikid.core.graph import VaultGraph
 from wikid.core.words import terms
 
@@ -153,7 +153,14 @@ def best_chunk(chunks: list[Chunk], question_terms: frozenset[str], rank: int) -
     """The chunk of a note sharing most of the question's words (the first on a tie)."""
     if not chunks:
         return None
-    c = max(chunks, key=lambda c: (len(terms(c.content) & question_terms), -c.order))
+    c = max(
+        chunks,
+        key=lambda c: (
+            not is_boilerplate(c.content),  # a table of contents only when nothing else
+            len(terms(c.content) & question_terms),
+            -c.order,
+        ),
+    )
     return Item("chunk", c.id, c.content, c.note, rank, extra={"paths": [c.note]})
 
 

@@ -45,6 +45,7 @@ from wikid.ask.fuse import (
     vector_order,
 )
 from wikid.ask.walk import Meaning, Reached, reach
+from wikid.core.chunk import is_boilerplate
 from wikid.core.vault import template_folders
 from wikid.core.words import question_keywords, terms
 from wikid.store.ids import split_sources
@@ -275,7 +276,9 @@ def _pool(
         own = [item.extra.get(k) for k in ("walk_rank", "hop_rank")]
         ranks = [r for r in (fused, *own) if r is not None]
         item.prior = PRIOR / (1 + min(ranks)) if ranks else 0.0  # walked: its walk rank too
-        if item.path and item.path.startswith(templates):
+        if (item.path and item.path.startswith(templates)) or (
+            item.kind == "chunk" and is_boilerplate(item.text)
+        ):  # a template's skeleton, a table of contents: below any content
             item.prior, item.weight = 0.0, TEMPLATE_WEIGHT
         item.extra.setdefault("why", {})["fused_rank"] = fused
         pool.append(item)

@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from wikid.ask.fuse import Ranked, fuse
-from wikid.core.chunk import is_placeholder
+from wikid.ask.walk import Meaning
+from wikid.core.chunk import is_boilerplate, is_placeholder
 from wikid.core.graph import GHOST, TAG, VaultGraph
 
 if TYPE_CHECKING:
@@ -118,9 +119,10 @@ async def _found(
     signals: Collection[str],
 ) -> tuple[list[Ranked], dict[str, _Near], dict[str, _Graph], set[str]]:
     ids, lines = index.spans(path)
-    empty = {c.id for c in index.chunks(path) if is_placeholder(c.content)}
-    if empty:  # an empty note has no meaning to ask with: its links alone relate it
-        kept = [(c, n) for c, n in zip(ids, lines, strict=True) if c not in empty]
+    mine = index.chunks(path)
+    dull = {c.id for c in mine if is_boilerplate(c.content) and not is_placeholder(c.content)}
+    if dull:  # boilerplate (a table of contents, a live query) asks for nothing
+        kept = [(c, n) for c, n in zip(ids, lines, strict=True) if c not in dull]
         ids, lines = tuple(c for c, _ in kept), tuple(n for _, n in kept)
     near: dict[str, _Near] = {}
     if "vector" in signals:
@@ -135,7 +137,9 @@ async def _found(
             graph[p].linked = True
     if graph and ids and "vector" in signals:  # the graph's best, scored by meaning too
         best = sorted(graph, key=lambda p: (-graph[p].score, p))[:GRAPH_POOL]
-        await _fill(index, lines[:MAX_CHUNKS], ids[:MAX_CHUNKS], near, best)
+        await _fill(index, path, lines[:MAX_CHUNKS], ids[:MAX_CHUNKS], near, best)
+    if near and len(mine) == 1 and is_placeholder(mine[0].content):  # an empty note: its
+        await _by_title(index, path, near, list(near))  # title is all it means
     notes = index.graph.notes
     keep = {
         p
@@ -157,26 +161,58 @@ async def _by_meaning(index: Index, path: str, lines: dict[str, int]) -> dict[st
     asked = list(lines)[:MAX_CHUNKS]
     found = await index.nearest_chunks(asked, PER_CHUNK) if asked else {}
     best: dict[str, _Near] = {}
+    empty: set[str] = set()
     for cid, hits in found.items():
         for hit in hits:
             other, score = hit.get("file_path"), float(hit.get("distance", 0.0))
-            if not other or other == path or is_placeholder(hit.get("content", "")):
-                continue  # an empty note is related by its links alone, never by meaning
+            content = hit.get("content", "")
+            if not other or other == path:
+                continue
+            if is_placeholder(content):  # an empty note: scored by its title below
+                empty.add(other)
+            elif is_boilerplate(content):  # a table of contents relates no notes
+                continue
             if other not in best or score > best[other].score:
-                best[other] = _Near(score, lines[cid], hit["id"], hit.get("content", ""))
+                best[other] = _Near(score, lines[cid], hit["id"], content)
+    await _by_title(index, path, best, sorted(empty))
     return best
 
 
+_TITLES: dict[str, dict[str, Any]] = {}  # model id -> title -> unit vector (``Meaning``)
+
+
+async def _by_title(index: Index, path: str, near: dict[str, _Near], notes: list[str]) -> None:
+    """Score the pairs an empty note is in by the two notes' titles: its one chunk is
+    its title and "(empty note)", and that shared text made every empty note look like
+    every other (a book's list topped by three empty notes at 0.43-0.49), while its
+    title is all the meaning it has ("M-Theory" and "Superstring Theory")."""
+    titled = [p for p in notes if p in near and p in index.graph.notes]
+    if not titled:
+        return
+    title = {p: index.graph.notes[p].title for p in [path, *titled]}
+    meaning = Meaning(index.embed, _TITLES.setdefault(index.model_id, {}))
+
+    def cosines() -> dict[str, float]:
+        return meaning.best(meaning.vectors([title[path]]), [title[p] for p in titled])
+
+    by = await asyncio.to_thread(cosines)
+    for p in titled:
+        n = near[p]
+        near[p] = _Near(by.get(title[p], 0.0), n.line, n.chunk, n.text)
+
+
 async def _fill(
-    index: Index, lines: Sequence[int], ids: Sequence[str], near: dict[str, _Near], notes: list[str]
+    index: Index,
+    path: str,
+    lines: Sequence[int],
+    ids: Sequence[str],
+    near: dict[str, _Near],
+    notes: list[str],
 ) -> None:
     """The best chunk pair of each of ``notes`` that the nearest-chunk search missed,
     so that a note close in the graph has a meaning rank too (a short note's kin are
     often outside its chunks' nearest few dozen)."""
     theirs = {p: index.spans(p)[0][:MAX_CHUNKS] for p in notes if p not in near}
-    for p in [p for p, cs in theirs.items() if len(cs) == 1]:  # maybe an empty note's
-        if any(is_placeholder(c.content) for c in index.chunks(p)):
-            del theirs[p]
     if not theirs:  # all found by the search already: no vectors to read
         return
     vectors = await index.chunk_vectors(list(ids) + [c for cs in theirs.values() for c in cs])
@@ -184,12 +220,27 @@ async def _fill(
     if not mine:
         return
     m = _unit(np.stack([vectors[c] for c, _ in mine]))
+    sims = {}
     for p, cs in theirs.items():
         have = [c for c in cs if c in vectors]
         if have:
-            sims = _unit(np.stack([vectors[c] for c in have])) @ m.T  # theirs x mine
-            i, j = np.unravel_index(int(np.argmax(sims)), sims.shape)
-            near[p] = _Near(float(sims[i, j]), mine[j][1], have[i], "")
+            sims[p] = (have, _unit(np.stack([vectors[c] for c in have])) @ m.T)  # theirs x mine
+    for _ in range(3):  # a best pair on boilerplate gives way to the next best
+        best = {p: np.unravel_index(int(np.argmax(s)), s.shape) for p, (_, s) in sims.items()}
+        chunk = {p: sims[p][0][i] for p, (i, _) in best.items() if sims[p][1][i].max() > -2}
+        rows = await index.chunk_rows(list(chunk.values())) if chunk else []
+        texts = {p: (row or {}).get("content", "") for p, row in zip(chunk, rows, strict=True)}
+        empty = [p for p, t in texts.items() if is_placeholder(t)]
+        dull = {p for p, t in texts.items() if is_boilerplate(t)} - set(empty)
+        for p, (i, j) in best.items():
+            if p not in dull and sims[p][1][i, j] > -2:
+                near[p] = _Near(float(sims[p][1][i, j]), mine[j][1], sims[p][0][i], "")
+        await _by_title(index, path, near, empty)
+        if not dull:
+            break
+        for p in dull:  # the boilerplate chunk scores nothing from here on
+            sims[p][1][best[p][0], :] = -3.0
+        sims = {p: sims[p] for p in dull}
 
 
 async def _texts(index: Index, pairs: list[_Near]) -> None:

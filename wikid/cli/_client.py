@@ -218,7 +218,7 @@ def evidence_text(res: dict[str, Any]) -> str:
     if res.get("stopped"):
         rows.append(f"stopped: {res['stopped']['why']}")
     if "llm" in res and res["llm"] != "configured":
-        rows.append("(no LLM configured: evidence only; --answer needs llm_base_url and llm_model)")
+        rows.append("(no LLM configured: evidence only; set WIKID_LLM_BASE_URL and WIKID_LLM_MODEL)")
     return "\n".join(rows)
 
 
@@ -288,7 +288,7 @@ def run_op(cfg: VaultConfig, op: str, as_json: bool, **args: Any) -> None:
         show(reply, as_json, PRINTERS[op])
 
 
-SCREEN_BUDGET = 600  # tokens of evidence printed for a person when --budget is not given
+SCREEN_BUDGET = 1000  # tokens of evidence printed for a person when --budget is not given
 
 
 def run_query(cfg: VaultConfig, args: dict[str, Any], answer: bool, as_json: bool) -> None:

@@ -125,6 +125,34 @@ def _split_long(text: str, count: TokenCounter, budget: int) -> list[tuple[str, 
 EMPTY = "(empty note)"  # the one chunk of a note with no text: its title and this
 
 
+# Code blocks a plugin renders (a table of contents, a live query): their text is the
+# plugin's instructions, alike across the notes that have them, not the note's meaning.
+PLUGIN_BLOCKS = frozenset(
+    {"table-of-contents", "toc", "dataview", "dataviewjs", "tasks", "query", "base"}
+)
+_FENCE = re.compile(r"^(```+|~~~+)[ \t]*([\w-]*)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
+_EMBED = re.compile(r"!\[\[[^\]]*\]\]")
+_SKELETON = re.compile(r"\{\{[^}]*\}\}|^#+[ \t].*$", re.M)
+
+
+def is_boilerplate(content: str) -> bool:
+    """Does this chunk say nothing of its note's own? Under its "title › heading" line,
+    nothing but plugin code blocks (``PLUGIN_BLOCKS``) or empty ones, embeds, headings
+    and template placeholders (``{{date}}``), or the empty note's placeholder. Its
+    vector is near every other such chunk's (cosine 0.7-0.8 for a table-of-contents
+    block): meaning must not relate notes by it."""
+    if is_placeholder(content):
+        return True
+    _, _, text = content.partition("\n\n")
+
+    def plugin(m: re.Match[str]) -> str:
+        lang, body = m.group(2).lower(), m.group(3)
+        return "" if lang in PLUGIN_BLOCKS or not body.strip() else m.group(0)
+
+    rest = _SKELETON.sub("", _EMBED.sub("", _FENCE.sub(plugin, text)))
+    return not any(ch.isalnum() for ch in rest)
+
+
 def is_placeholder(content: str) -> bool:
     """Is this a chunk with no text of the note's own (``EMPTY``)? It says only the
     title: meaning must not relate two notes by it."""
