@@ -59,6 +59,36 @@ def unspaced(text: str) -> str:
     return _MARKS.sub("", _GAP.sub("", text))
 
 
+# Where a Chinese or Japanese run breaks into word-like pieces without a dictionary:
+# its function words and particles (a question's 的, 是, 什么; Japanese の, は, を).
+_BREAKS = re.compile(
+    "为什么|什么|怎么|如何|哪些|哪个|是否|可以|应该|需要|吗|呢|吧|啊|呀|的|了|是|在|和|与|或|"
+    "把|被|对|从|给|让|跟|而|及|之|其|这|那|哪|谁|着|过|也|都|就|还|又|很|"
+    "から|まで|より|です|ます|の|は|が|を|に|で|と|も|へ|や|か|ね|よ|"
+    "[\u3000-\u303f\uff00-\uff0f\uff1a-\uff20]"
+)
+
+
+def pieces(text: str) -> list[str]:
+    """The word-like pieces of ``text``'s CJK runs: each run cut at its function words
+    and punctuation ("任务管理的本质是什么" is 任务管理, 本质). A stand-in for a
+    segmenter, for ranking and keywords; search for a word a user types asks for the
+    whole word (``phrase``)."""
+    return [p for run in runs(text) for p in _BREAKS.split(run) if p]
+
+
+WORD = 4  # a piece longer than this is not one word: its overlapping pairs stand in
+
+
+def terms(text: str) -> list[str]:
+    """The CJK words of ``text`` as far as one can tell without a dictionary: its
+    ``pieces``, a long one as its overlapping character pairs (bigrams)."""
+    out: list[str] = []
+    for p in pieces(text):
+        out += [p] if len(p) <= WORD else [p[i : i + 2] for i in range(len(p) - 1)]
+    return out
+
+
 def runs(text: str) -> list[str]:
     """The CJK runs of ``text``, in order."""
     return _RUN.findall(text)

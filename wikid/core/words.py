@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import re
 
+from wikid.core import cjk
+
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)  # for terms: "node.js" is node, js
 # A question's words as written: apostrophes and hyphens stay ("Conway's", "non-duality").
 _SAID = re.compile(r"[^\W_][\w'’-]*", re.UNICODE)
@@ -117,18 +119,27 @@ def _stem(word: str) -> str:
 # (the bound before) could keep ~300 MB alive in a long-lived daemon. 4,096 is ~20 MB.
 @functools.lru_cache(maxsize=4096)
 def terms(text: str) -> frozenset[str]:
-    """The stemmed content words of ``text``."""
-    return frozenset(_stem(w) for w in _WORD.findall(text) if w.lower() not in STOP)
+    """The stemmed content words of ``text`` (a CJK run: its words, ``cjk.terms``)."""
+    return frozenset(
+        t
+        for w in _WORD.findall(text)
+        if w.lower() not in STOP
+        for t in (cjk.terms(w) or [w] if cjk.has_cjk(w) else [_stem(w)])
+    )
 
 
 def words(text: str) -> list[str]:
-    """The words of ``text`` in order, as written."""
-    return _SAID.findall(text)
+    """The words of ``text`` in order, as written (a CJK run: its words)."""
+    return [t for w in _SAID.findall(text) for t in _split(w)]
 
 
 def content_words(text: str) -> list[str]:
     """The words of ``text`` that are not stop words, in order, as written."""
-    return [w for w in _SAID.findall(text) if w.lower() not in STOP]
+    return [t for w in _SAID.findall(text) if w.lower() not in STOP for t in _split(w)]
+
+
+def _split(word: str) -> list[str]:
+    return (cjk.terms(word) or [word]) if cjk.has_cjk(word) else [word]
 
 
 def question_keywords(question: str, names: list[str]) -> tuple[list[str], list[str]]:

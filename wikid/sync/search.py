@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from wikid.core.cjk import has_cjk, phrase, runs, spaced, unspaced
+from wikid.core.cjk import terms as cjk_terms
 from wikid.core.graph import TAG, VaultGraph
 from wikid.core.note import Note
 from wikid.core.resolve import alias_key, fold, resolve
@@ -74,9 +75,12 @@ def _words(text: str) -> list[str]:
     """The words to match, lowercased, once each. Stop words are left out unless there
     is nothing else: "what" and "does" would match nearly every note, costing time and
     ranking nothing. A CJK word of one character counts (most words there are two)."""
-    words = [
-        w.lower() for w in _TOKEN.findall(text) if len(w) > 1 or w.isdigit() or has_cjk(w)
-    ]
+    words = []
+    for w in _TOKEN.findall(text):
+        if has_cjk(w):  # a typed word whole; a question's run as its words (core.cjk)
+            words += cjk_terms(w) or [w]
+        elif len(w) > 1 or w.isdigit():
+            words.append(w.lower())
     return list(dict.fromkeys([w for w in words if w not in STOP] or words))
 
 
