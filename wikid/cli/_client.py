@@ -296,7 +296,7 @@ def run_query(cfg: VaultConfig, args: dict[str, Any], answer: bool, as_json: boo
     by a person, the evidence is about one screen unless ``--budget`` asks for more;
     as JSON (a program's), the configured budget."""
     if not answer:
-        if not as_json and "budget" not in args:
+        if not as_json and args.get("budget") is None:
             args = {**args, "budget": SCREEN_BUDGET}
         show(call(cfg, "query", **args), as_json, evidence_text)
         return

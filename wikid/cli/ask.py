@@ -31,7 +31,7 @@ from wikid.config import QUERY_MODES
     "--budget",
     type=click.IntRange(*BUDGET),
     default=None,
-    help="Evidence token budget (default 3000).",
+    help="Evidence token budget (default: about a screen, 1000; with --json or --answer, 3000).",
 )
 @click.option("--answer", is_flag=True, help="Have the configured LLM answer from the evidence.")
 @click.option("--explain", is_flag=True, help="Show why each item was chosen.")
