@@ -175,3 +175,70 @@ def test_a_full_disk_keeps_queries_answering_and_catches_up_once_freed(tmp_path:
     finally:
         subprocess.run(["umount", "-l", str(state)], check=False)
     assert got["documents"] == _fresh(vault, tmp_path)["documents"]
+
+
+def test_clients_under_load_during_a_burst_get_answers_or_busy(tmp_path: Path) -> None:
+    """20 clients query, search and ask for related notes in a loop while a 600-note
+    burst lands: no client gets an error but ``busy`` (with its retry hint), ``status``
+    answers within a second throughout (the invariant; the figure is in the note),
+    every edit is visible at the end, and the store equals a rebuild (issue 52 item 6)."""
+    import threading
+
+    from wikid.client import RemoteError, request
+
+    vault = copy_example(tmp_path / "v")
+    d = DaemonProc(vault, tmp_path).start()
+    stop = threading.Event()
+    errors: list[str] = []
+    busy = [0]
+    slowest = [0.0]
+
+    def client(i: int) -> None:
+        ops = [
+            ("query", {"text": "Who wrote the first program?", "budget": 400}),
+            ("search", {"text": "engine"}),
+            ("related", {"note": "Ada Lovelace"}),
+        ]
+        while not stop.is_set():
+            op, args = ops[i % 3]
+            try:
+                request(d.socket, op, timeout=60, **args)
+            except RemoteError as exc:
+                if exc.code == "busy" and "retry" in str(exc):
+                    busy[0] += 1
+                else:
+                    errors.append(f"{op}: {exc}")
+            except Exception as exc:  # anything else is a failure
+                errors.append(f"{op}: {type(exc).__name__}: {exc}")
+
+    def watch_status() -> None:
+        while not stop.is_set():
+            start = time.monotonic()
+            request(d.socket, "status", timeout=10)
+            slowest[0] = max(slowest[0], time.monotonic() - start)
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(20)]
+    threads.append(threading.Thread(target=watch_status))
+    try:
+        for t in threads:
+            t.start()
+        for i in range(600):
+            (vault / f"burst-{i:03d}.md").write_text(
+                f"# Burst {i}\n\nword{i}x about [[Ada Lovelace]].\n"
+            )
+        d.wait_for(lambda s: s["notes"] == 606 and s["queue"] == 0 and not s["busy"], 600)
+        stop.set()
+        for t in threads:
+            t.join(60)
+        print(f"\nstatus slowest {slowest[0] * 1000:.0f} ms; busy replies {busy[0]}")
+        assert not errors, errors[:5]
+        assert slowest[0] < 1.0
+        for i in (0, 299, 599):
+            hits = d.call("search", text=f"word{i}x")["hits"]
+            assert [h["path"] for h in hits] == [f"burst-{i:03d}.md"]
+        assert d.stop() == 0
+        assert _export(d.workdir)["documents"] == _fresh(vault, tmp_path)["documents"]
+    finally:
+        stop.set()
+        d.stop()

@@ -87,6 +87,27 @@ def test_a_restart_reads_only_the_files_that_changed(tmp_path: Path) -> None:
     assert again["start"] == "parse cache" and again["read"] == 0
 
 
+def test_a_note_dated_in_the_future_is_read_once_and_its_edits_are_seen(tmp_path: Path) -> None:
+    """A sync tool from a machine whose clock is a day ahead (issue 52 item 4): its
+    note is read at the next start and then trusted from the cache, not re-read at
+    every start forever; an edit after it (a new mtime) is seen."""
+    vault, wd, ws = tmp_path / "vault", tmp_path / "wd", unique_workspace("future")
+    for i in range(5):
+        write(vault, f"n{i}.md", f"# Note {i}\nSee [[n{(i + 1) % 5}]].\n")
+    age(vault)
+    ahead = time.time_ns() + 86_400 * 10**9
+    os.utime(vault / "n2.md", ns=(ahead, ahead))
+    asyncio.run(_open_sync(vault, wd, ws))
+    again, _ = asyncio.run(_open_sync(vault, wd, ws))
+    assert again["start"] == "parse cache" and again["read"] == 0
+    since = time.time() - 1
+    write(vault, "n2.md", "# Note 2\nEdited: now [[n4]].\n")
+    age(vault, since)
+    edited, store = asyncio.run(_open_sync(vault, wd, ws))
+    assert edited["read"] == 1 and edited["changed"] == 1
+    assert_same_store(store, asyncio.run(fresh_export(vault)))
+
+
 def test_the_first_stat_after_a_restart_is_the_one_it_compared_with_the_cache(
     tmp_path: Path,
 ) -> None:

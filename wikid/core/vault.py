@@ -291,7 +291,11 @@ def read_note(
         if os.path.lexists(path):
             return rejected_note(rel, f"cannot read: {exc.strerror or exc}")
         return None
-    if time.time_ns() - st.st_mtime_ns < RACY_NS:
+    # Racy: modified so near the read that a later change could keep (mtime, size). An
+    # mtime far in the future (a sync tool from a machine whose clock is ahead) is not:
+    # an edit sets another mtime. Trusting only past ones re-read such a note at every
+    # start, forever.
+    if abs(time.time_ns() - st.st_mtime_ns) < RACY_NS:
         return note
     return replace(note, stat=(st.st_mtime_ns, st.st_size))
 
