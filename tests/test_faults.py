@@ -242,3 +242,28 @@ def test_clients_under_load_during_a_burst_get_answers_or_busy(tmp_path: Path) -
     finally:
         stop.set()
         d.stop()
+
+
+def test_garbled_vector_rows_stamps_and_saved_graph_are_rebuilt(tmp_path: Path) -> None:
+    """The caches beside the store, damaged while wikid was stopped: the chunks' int8
+    rows garbled (same size), the entities' stamp cut short, the saved graph overwritten.
+    The next start rebuilds each from the store's rows (one log line for the vectors),
+    serves, and its store and answers are the ones before."""
+    vault = copy_example(tmp_path / "v")
+    d = DaemonProc(vault, tmp_path).start()
+    before_ev = d.call("related", note="Ada Lovelace")["related"]
+    assert d.stop() == 0
+    before = _export(d.workdir)
+    (folder,) = {p.parent for p in d.workdir.glob("*/wikid-store.sqlite")}
+    rows = folder / "wikid-vectors-chunks.i8"
+    rows.write_bytes(bytes(b ^ 0x5A for b in rows.read_bytes()))
+    stamp = folder / "wikid-vectors-entities.npz"
+    stamp.write_bytes(stamp.read_bytes()[: stamp.stat().st_size // 2])
+    (folder / "wikid-graph.pickle").write_bytes(b"\x80\x05garbage")
+
+    d.start()
+    log = d.log.read_text()
+    assert "did not match its stamp" in log and "Traceback" not in log
+    assert d.call("related", note="Ada Lovelace")["related"] == before_ev
+    assert d.stop() == 0
+    assert _export(d.workdir) == before

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import os
 import threading
+import zipfile
 from pathlib import Path
 
 import numpy as np
+import xxhash
 
 from wikid.store._int8_rows import FileRows, HeapRows
 
@@ -236,6 +238,7 @@ class VectorIndex:
                 stamp=np.asarray(stamp, np.int64),
                 scale=self._scale[:n],
                 ids=np.frombuffer(text, np.uint8),
+                digest=np.asarray([_digest(self._mat.path)], np.uint64),
             )
         os.replace(tmp, stamp_file)
         self._stamped = stamp_file
@@ -256,9 +259,12 @@ class VectorIndex:
                     return None
                 scale = f["scale"].astype(np.float32)
                 text = f["ids"].tobytes()
+                f_digest = int(f["digest"][0])
             names = text.split(b"\n") if text else []
             n = len(names)
             if scale.shape != (n,) or rows.stat().st_size != n * dim:
+                return None
+            if f_digest != _digest(rows):  # the rows garbled since they were stamped
                 return None
             keys = _keys([k.decode() for k in names])
             if writer:
@@ -268,13 +274,31 @@ class VectorIndex:
                 after = stamp_file.stat()
                 if (after.st_ino, after.st_mtime_ns) != (before.st_ino, before.st_mtime_ns):
                     return None
-        except (OSError, ValueError, KeyError, UnicodeDecodeError):
+        except (
+            OSError,
+            ValueError,
+            KeyError,
+            IndexError,
+            UnicodeDecodeError,
+            EOFError,
+            zipfile.BadZipFile,
+        ):  # a stamp file cut short or garbled is none
             return None
         index = cls(dim)
         index._n, index._keys, index._scale, index._mat = n, keys, scale, mat
         index._order = np.argsort(keys, kind="stable").astype(np.int32)
         index._stamped = stamp_file if writer else None
         return index
+
+
+def _digest(rows: Path) -> int:
+    """xxh3 of the rows' file: a stamp holds it, so rows garbled on disk are rebuilt
+    (~0.1 s for 55 MB at 13k notes, against 2-3 s to rebuild them)."""
+    h = xxhash.xxh3_64()
+    with open(rows, "rb") as fh:
+        while block := fh.read(1 << 22):
+            h.update(block)
+    return h.intdigest()
 
 
 def _storable(key: str) -> bool:
