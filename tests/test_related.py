@@ -262,3 +262,41 @@ def test_a_table_of_contents_shared_with_a_note_does_not_relate_them(tmp_path: P
 
     top = asyncio.run(run())
     assert not {f"{n}.md" for n in others} & set(top), top
+
+
+def test_a_hub_tag_alone_does_not_make_a_note_a_neighbour(tmp_path: Path) -> None:
+    """A tag on most of a folder (#physics on 120 notes): sharing it alone does not put
+    a note in another's top 10 (issue 51), while a rarer shared link still counts."""
+    vault = tmp_path / "v"
+    write(
+        vault,
+        "Springs.md",
+        "#physics\n\nA spring stretches in proportion to the force. [[Hooke]]\n",
+    )
+    for name in ("Balance Wheels", "Spring Scales", "Leaf Springs"):
+        write(vault, f"{name}.md", f"# {name}\n\nBuilt on [[Hooke]]'s finding about springs.\n")
+    for i in range(10):
+        write(
+            vault,
+            f"Elastic {i}.md",
+            f"# Elastic {i}\n\nHow springs and elastic materials stretch, part {i}.\n",
+        )
+    for i in range(120):
+        write(
+            vault,
+            f"Lab {i:03d}.md",
+            f"#physics\n\nA lab booking for room {i}: chairs and projector.\n",
+        )
+
+    async def run() -> list[str]:
+        idx = await Index.open(vault, tmp_path / "wd", workspace=unique_workspace("hub"))
+        try:
+            await idx.sync()
+            got = await api.related(idx, {"note": "Springs", "limit": 10})
+            return [r["path"] for r in got["related"]]
+        finally:
+            await idx.close()
+
+    top = asyncio.run(run())
+    assert not [p for p in top if p.startswith("Lab ")], top
+    assert {"Balance Wheels.md", "Spring Scales.md", "Leaf Springs.md"} <= set(top), top

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 MAX_CHUNKS = 32  # a long note asks with its first chunks only: one scan costs per column
 PER_CHUNK = 24  # nearest chunks asked for per chunk of the note
 MAX_DEGREE = 1000
+HUB_TAG = 50  # a tag on more notes than this (and a 20th of the vault) relates none alone
 LINK = 1 / math.log(2)  # a linked note's graph score: a neighbour shared with it alone
 GRAPH_POOL = 50  # the graph's best candidates, scored by meaning too
 # Smaller than a query's 10: each signal's first few places decide. Measured on the
@@ -67,6 +68,7 @@ class _Graph:
     score: float = 0.0
     shared: list[tuple[float, str]] = field(default_factory=list)  # (weight, node)
     linked: bool = False  # a link either way (kept only when asked for)
+    specific: bool = False  # shares something besides tags on a 20th of the vault
 
 
 SIGNALS = ("vector", "graph")  # meaning, and the graph's Adamic-Adar
@@ -148,7 +150,12 @@ async def _found(
     }
     meaning = sorted((p for p in keep if p in near), key=lambda p: (-near[p].score, p))
     tie = {p: near[p].score if p in near else -1.0 for p in keep}
-    by_graph = sorted((p for p in keep if p in graph), key=lambda p: (-graph[p].score, -tie[p], p))
+    # A note that shares only a hub tag (#physics on most of a folder) is no graph
+    # neighbour: fusion counts ranks, so any weight would rank the tag's every member.
+    by_graph = sorted(
+        (p for p in keep if p in graph and (graph[p].specific or graph[p].linked)),
+        key=lambda p: (-graph[p].score, -tie[p], p),
+    )
     fused = fuse({"vector": meaning, "graph": by_graph}, RRF_K).values()
     ranked = sorted(fused, key=lambda r: r.rank)
     if among is not None:  # the filters select from the one ranking, its order kept
@@ -264,15 +271,18 @@ def _by_graph(vg: VaultGraph, path: str) -> tuple[dict[str, _Graph], set[str]]:
         return {}, set()
     around = set(g.succ[path]) | set(g.pred[path])
     out: dict[str, _Graph] = defaultdict(_Graph)
+    hub = max(HUB_TAG, len(vg.notes) // 20)
     for z in around:
         members = set(g.succ[z]) | set(g.pred[z])
         if not 1 < len(members) <= MAX_DEGREE:
             continue
         weight = 1.0 / math.log(len(members))
+        specific = not (z.startswith(TAG) and len(members) > hub)
         for m in members:
             if m != path and m in vg.notes:
                 out[m].score += weight
                 out[m].shared.append((weight, z))
+                out[m].specific |= specific
     return dict(out), {z for z in around if z in vg.notes}
 
 
