@@ -81,7 +81,7 @@ async def main(sizes: list[int], n: int) -> None:
         typedvault.generate(Path(tmp) / "typed")
         rows.append(await one("typed", Path(tmp) / "typed", Path(tmp) / "wd-typed", n))
         print(rows[-1], flush=True)
-    for name in ("tasks-docs", "vaultofknowledge"):
+    for name in ("tasks-docs", "vaultofknowledge", "knowledge-garden"):
         if (SHARED / name).is_dir():
             with tempfile.TemporaryDirectory() as tmp:
                 rows.append(await one(name, SHARED / name, Path(tmp), n))

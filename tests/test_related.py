@@ -37,6 +37,7 @@ def test_related_beats_meaning_links_and_title_search_on_the_typed_vault(typed: 
     got = loop.run_until_complete(recall.related_recall(idx, sets))
     print("typed related recall@10", got)
     assert got["wikid"] > max(got["vectors"], got["links"], got["bm25_title"]), got
+    assert got["wikid"] >= got["bm25_opening"] + 0.15, got  # the stronger baseline
     assert got["wikid"] >= 0.9, got
 
 

@@ -231,6 +231,7 @@ def test_related_notes_beat_meaning_links_and_title_search(indexed: dict[str, An
     got = loop.run_until_complete(recall.related_recall(idx, sets))
     print(f"\n{indexed['name']} related recall@10 {got}")
     assert got["wikid"] > max(got["vectors"], got["links"], got["bm25_title"]), got
+    assert got["wikid"] >= got["bm25_opening"] + 0.15, got  # the stronger baseline
 
 
 def test_lightrag_server_finds_each_question_note_in_every_mode(
