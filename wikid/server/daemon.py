@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
-import shutil
 import signal
 import time
 from collections.abc import Callable
@@ -23,7 +21,7 @@ import structlog
 
 from wikid.config import VaultConfig, load
 from wikid.core.vault import VaultOptions, changed, snapshot, vault_options, vault_present
-from wikid.server import protocol, reads, stalls
+from wikid.server import disk, protocol, reads, stalls
 from wikid.server.extraction import extraction_loop
 from wikid.server.log import Progress
 from wikid.server.notify import more_descriptors, notify, watchdog_interval
@@ -39,25 +37,6 @@ from wikid.sync.slices import Live, Stopped
 
 log = structlog.get_logger("wikid")
 OPS = ("status", *reads.OPS, "reindex", "stop")
-
-
-# Bytes free in the state folder's file system below which a batch waits (it could not
-# commit), and freed that end a retry's wait.
-FREED = 1 << 20
-
-
-def _free(folder: Path) -> int:
-    try:
-        return shutil.disk_usage(folder).free
-    except OSError:
-        return 0
-
-
-def disk_full(exc: BaseException) -> bool:
-    """Did a write fail for want of space (SQLite's "database or disk is full", ENOSPC)?"""
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-        return True
-    return "disk is full" in str(exc) or "No space left" in str(exc)
 
 
 class Daemon:
@@ -293,23 +272,17 @@ class Daemon:
                     continue
                 except Exception as exc:  # keep the paths; retry, later with a full reconcile
                     self._behind(exc, "batch failed; will retry", retry_in=backoff)
-                    await self._wait_to_retry(backoff, disk_full(exc))
+                    await self._wait_to_retry(backoff, disk.is_full(exc))
                     backoff = min(backoff * 2, 60.0)
 
     async def _wait_to_retry(self, backoff: float, full: bool) -> None:
         """Sleep ``backoff`` seconds before a failed batch runs again; after a full disk,
-        retry as soon as the state folder has more room than it had (a user who frees
-        space should not wait out a minute's backoff)."""
+        retry as soon as space is freed (``server.disk``)."""
         if not full:
             await asyncio.sleep(backoff)
             return
         assert self.cfg.workdir is not None
-        room = await asyncio.to_thread(_free, self.cfg.workdir)
-        deadline = time.monotonic() + backoff
-        while time.monotonic() < deadline and not self.stopping.is_set():
-            await asyncio.sleep(min(0.5, backoff))
-            if await asyncio.to_thread(_free, self.cfg.workdir) > room + FREED:
-                return
+        await disk.wait_for_room(self.cfg.workdir, backoff, self.stopping.is_set)
 
     def _live_due(self) -> bool:
         return not self._live_failed and self.watcher.due()
@@ -330,7 +303,7 @@ class Daemon:
         in the log, in ``status`` and to systemd."""
         self.store_behind = True
         self.last_error = f"{type(exc).__name__}: {exc}"
-        if disk_full(exc):  # what to free, and where: the batch retries by itself
+        if disk.is_full(exc):  # what to free, and where: the batch retries by itself
             assert self.cfg.workdir is not None
             self.last_error = f"disk full at {self.cfg.workdir} ({self.last_error})"
         log.error(event, error=self.last_error, **fields)
@@ -339,10 +312,7 @@ class Daemon:
     async def _apply(self, paths: set[str], rescan: bool) -> None:
         started = time.perf_counter()
         assert self.cfg.workdir is not None
-        if await asyncio.to_thread(_free, self.cfg.workdir) < FREED:
-            # A batch on a full disk embeds its texts, fails at COMMIT and loses the
-            # vectors with the rollback: at each retry. Fail before, for nothing.
-            raise OSError(errno.ENOSPC, "less than 1 MiB free for the store")
+        await disk.check(self.cfg.workdir)  # a batch it could not commit: not begun
         if self.index.graph.notes and not await asyncio.to_thread(vault_present, self.cfg.path):
             raise VaultMissing(f"the vault {self.cfg.path} is missing or empty")
         if self.vault_missing:
