@@ -204,7 +204,6 @@ def _rank(
     names: list[tuple[str, str]],
     vector_items: list[Item],
     hits: list[Hit],
-    among: frozenset[str] | None,
 ) -> Ranking:
     """The walk and the fused ranking; with the store's vectors, the links of the best
     fused notes to follow (``ask.hop``)."""
@@ -239,7 +238,7 @@ def _pool(
     vg = index.graph
     reached = ranked.reached
     hops = [h for h in hops if _kept(h.note, among)]
-    if hops:
+    if hops:  # the ranking the pick and ``explain`` see includes the second hop's
         ranked.lists["hop"] = [h.note for h in hops]
         ranked.fused = fuse(ranked.lists)
     ranking = ranked.fused
@@ -326,7 +325,7 @@ async def evidence(
         question, mode, budget, explain, vectors, {"high": high, "low": low}, calls, among
     )
     async with index.graph_still:
-        ranked = await asyncio.to_thread(_rank, index, question, names, vector_items, hits, among)
+        ranked = await asyncio.to_thread(_rank, index, question, names, vector_items, hits)
         hops: list[hop.Hop] = []
         if ranked.hop_plan is not None and ranked.hop_plan.chunks:
             scores = await index.similarity(data["question_vector"], ranked.hop_plan.ids())
