@@ -120,8 +120,10 @@ def export(workdir: Path, workspace: str | None, fmt: str, output: Path | None) 
     Example: wikid export --workdir ~/.local/share/wikid/Notes --format graphml -o notes.graphml"""
     import asyncio
 
+    from wikid.server.log import configure
     from wikid.store.export import dumps, export_workdir, to_graphml
 
+    configure("warning")  # log lines to stderr, never into the JSON on stdout
     data = asyncio.run(export_workdir(workdir, workspace))
     if fmt == "graphml":
         if output is None:

@@ -113,11 +113,12 @@ class Ledger:
     """The ledger's tables, in their own file (stock file storages) or in the SQLite
     store's file, on the same connection, so a batch commits store and ledger at once."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, writer: bool = True) -> None:
         self.path = path
         # A file SQLite cannot read (a garbled header) is moved aside, never deleted;
-        # the store then starts over, rebuilt from the vault, which is the truth.
-        self.set_aside = set_aside_if_damaged(path)
+        # the store then starts over, rebuilt from the vault, which is the truth. Only
+        # by the writer: a reader (export, lightrag-server) never moves the store.
+        self.set_aside = set_aside_if_damaged(path) if writer else None
         if self.set_aside is not None:
             log.warning(
                 "the store could not be read; moved aside, rebuilding it from the vault",

@@ -189,7 +189,7 @@ class Store:
         self.progress: Callable[[int, int], None] | None = None
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / workspace).mkdir(parents=True, exist_ok=True)
-        self.ledger = Ledger(workdir / workspace / ledger_file(backend))
+        self.ledger = Ledger(workdir / workspace / ledger_file(backend), not read_only)
         self.embedder: Embedder = embedder or _RecordedModel.of(self.ledger)
         self.tokenizer = offline_tokenizer()
         kv, vector, graph, doc_status = STORAGE_CLASSES[backend]

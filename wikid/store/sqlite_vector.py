@@ -126,7 +126,7 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
             stamp_file, held = self._file(".npz"), self._file(".i8")
             index = VectorIndex.read(stamp_file, held, self._dim, stamp, writer=writer)
             self._saved = stamp if index is not None else None
-            if index is None and stamp_file.exists() and self._epoch is None:
+            if index is None and writer and stamp_file.exists() and self._epoch is None:
                 log.info(  # at open: a stamp that no longer describes the rows
                     "vector rows rebuilt from the store: their file did not match its stamp",
                     file=str(held),
