@@ -44,7 +44,7 @@ from wikid.ask.fuse import (
     path_items,
     vector_order,
 )
-from wikid.ask.walk import Meaning, Reached, reach
+from wikid.ask.walk import Reached, meaning_of, reach
 from wikid.core.chunk import is_boilerplate
 from wikid.core.vault import template_folders
 from wikid.core.words import question_keywords, terms
@@ -178,14 +178,6 @@ def _render(index: Index, item: Item, explain: bool) -> dict[str, Any]:
     return out
 
 
-_LABELS: dict[str, dict[str, Any]] = {}  # model id -> label -> unit vector
-
-
-def _meaning(index: Index) -> Meaning:
-    """Label vectors depend on the model only: one memo per model, kept across queries."""
-    return Meaning(index.embed, _LABELS.setdefault(index.model_id, {}))
-
-
 @dataclass
 class Ranking:
     """What the retrievers found before the pick: the seeds the question names, the
@@ -208,7 +200,9 @@ def _rank(
     """The walk and the fused ranking; with the store's vectors, the links of the best
     fused notes to follow (``ask.hop``)."""
     vg = index.graph
-    seeded, reached = reach(vg, question, names, _meaning(index), GRAPH_POOL)
+    seeded, reached = reach(
+        vg, question, names, meaning_of(index.embed, index.model_id), GRAPH_POOL
+    )
     lists = {
         "graph": [home(vg, r) for r in reached],
         "named": [p for p in seeded if p in vg.notes],

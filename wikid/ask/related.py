@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from wikid.ask.fuse import Ranked, fuse
-from wikid.ask.walk import Meaning
+from wikid.ask.walk import meaning_of
 from wikid.core.chunk import is_boilerplate, is_placeholder
 from wikid.core.graph import GHOST, TAG, VaultGraph
 
@@ -185,9 +185,6 @@ async def _by_meaning(index: Index, path: str, lines: dict[str, int]) -> dict[st
     return best
 
 
-_TITLES: dict[str, dict[str, Any]] = {}  # model id -> title -> unit vector (``Meaning``)
-
-
 async def _by_title(index: Index, path: str, near: dict[str, _Near], notes: list[str]) -> None:
     """Score the pairs an empty note is in by the two notes' titles: its one chunk is
     its title and "(empty note)", and that shared text made every empty note look like
@@ -197,7 +194,7 @@ async def _by_title(index: Index, path: str, near: dict[str, _Near], notes: list
     if not titled:
         return
     title = {p: index.graph.notes[p].title for p in [path, *titled]}
-    meaning = Meaning(index.embed, _TITLES.setdefault(index.model_id, {}))
+    meaning = meaning_of(index.embed, index.model_id)
 
     def cosines() -> dict[str, float]:
         return meaning.best(meaning.vectors([title[path]]), [title[p] for p in titled])

@@ -99,6 +99,16 @@ class Meaning:
         return {x: float(s) for x, s in zip(wanted, sims.max(axis=0), strict=True)}
 
 
+_MEMOS: dict[str, dict[str, Any]] = {}  # model id -> label -> unit vector
+
+
+def meaning_of(embed: Callable[[list[str]], np.ndarray], model_id: str) -> Meaning:
+    """A ``Meaning`` whose label vectors are kept across queries: they depend on the
+    model only, so one memo per model serves the walk's labels and related notes'
+    titles alike."""
+    return Meaning(embed, _MEMOS.setdefault(model_id, {}))
+
+
 def _unit(m: np.ndarray) -> np.ndarray:
     out: np.ndarray = np.asarray(m, np.float32)
     out = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)

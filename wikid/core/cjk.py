@@ -89,6 +89,11 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def split(word: str) -> list[str]:
+    """A word as written, or a CJK run as its words (``terms``)."""
+    return (terms(word) or [word]) if has_cjk(word) else [word]
+
+
 def runs(text: str) -> list[str]:
     """The CJK runs of ``text``, in order."""
     return _RUN.findall(text)

@@ -121,25 +121,21 @@ def _stem(word: str) -> str:
 def terms(text: str) -> frozenset[str]:
     """The stemmed content words of ``text`` (a CJK run: its words, ``cjk.terms``)."""
     return frozenset(
-        t
+        t if cjk.has_cjk(t) else _stem(t)
         for w in _WORD.findall(text)
         if w.lower() not in STOP
-        for t in (cjk.terms(w) or [w] if cjk.has_cjk(w) else [_stem(w)])
+        for t in cjk.split(w)
     )
 
 
 def words(text: str) -> list[str]:
     """The words of ``text`` in order, as written (a CJK run: its words)."""
-    return [t for w in _SAID.findall(text) for t in _split(w)]
+    return [t for w in _SAID.findall(text) for t in cjk.split(w)]
 
 
 def content_words(text: str) -> list[str]:
     """The words of ``text`` that are not stop words, in order, as written."""
-    return [t for w in _SAID.findall(text) if w.lower() not in STOP for t in _split(w)]
-
-
-def _split(word: str) -> list[str]:
-    return (cjk.terms(word) or [word]) if cjk.has_cjk(word) else [word]
+    return [t for w in _SAID.findall(text) if w.lower() not in STOP for t in cjk.split(w)]
 
 
 def question_keywords(question: str, names: list[str]) -> tuple[list[str], list[str]]:

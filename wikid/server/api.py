@@ -165,19 +165,20 @@ def search(
     """BM25 over the notes: top-k snippets with their frontmatter, ~500 tokens in all;
     ``where``: among the notes that pass these property filters only."""
     filters = _filters(where)
-    if text is None or (isinstance(text, str) and not text.strip() and filters):
-        text = ""  # no words, only filters: the notes that pass them
-    elif not isinstance(text, str) or not text.strip():
-        raise ProtocolError("bad_request", "search needs a non-empty 'text' or a 'where' filter")
-    if not text and not filters:
+    if text is None or (isinstance(text, str) and not text.strip()):
+        text = ""  # no words: with filters, the notes that pass them
+    if not isinstance(text, str) or not (text or filters):
         raise ProtocolError("bad_request", "search needs a non-empty 'text' or a 'where' filter")
     k = whole_number(k, "k", 1, 100, default=8)
     for name, value in (("folder", folder), ("tag", tag)):
         if value is not None and not isinstance(value, str):
             raise ProtocolError("bad_request", f"{name} must be a string, not {value!r}")
     among = index.passing(filters) if filters else None
-    if not text:
-        return {"text": "", "hits": _listed(index, among or set(), k, folder, tag)}
+    if not text:  # folder and tag select as the where filters of the same names do
+        asked = (("folder", folder), ("tags", (tag or "").lstrip("#")))
+        extra = [props.parse(f"{key}={v}") for key, v in asked if v]
+        listed = index.passing([*filters, *extra])
+        return {"text": "", "hits": _listed(index, listed, k)}
     hits = index.search(text, k, folder or None, tag or None, among=among)
     return {
         "text": text,
@@ -195,24 +196,14 @@ def search(
     }
 
 
-def _listed(
-    index: Index, paths: set[str], k: int, folder: str | None, tag: str | None
-) -> list[dict[str, Any]]:
+def _listed(index: Index, paths: set[str], k: int) -> list[dict[str, Any]]:
     """The first ``k`` of ``paths`` by title (a search with filters and no words), each
     as a hit: its title and opening words, at line 1."""
     vg = index.graph
     nodes = vg.g.nodes
-    notes = [p for p in paths if p in vg.notes]
-    if folder:
-        notes = [p for p in notes if p.startswith(folder.strip("/") + "/")]
-    if tag:
-        t = tag.lstrip("#").casefold()
-        notes = [
-            p
-            for p in notes
-            if any(x.casefold() == t or x.casefold().startswith(t + "/") for x in nodes[p]["tags"])
-        ]
-    notes.sort(key=lambda p: (str(nodes[p]["title"]).casefold(), p))
+    notes = sorted(
+        (p for p in paths if p in vg.notes), key=lambda p: (str(nodes[p]["title"]).casefold(), p)
+    )
     return [
         {
             "path": p,

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wikid.core.cjk import has_cjk, phrase, runs, spaced, unspaced
-from wikid.core.cjk import terms as cjk_terms
+from wikid.core.cjk import has_cjk, phrase, runs, spaced, split, unspaced
 from wikid.core.graph import TAG, VaultGraph
 from wikid.core.note import Note
 from wikid.core.resolve import alias_key, fold, resolve
@@ -78,7 +77,7 @@ def _words(text: str) -> list[str]:
     words = []
     for w in _TOKEN.findall(text):
         if has_cjk(w):  # a typed word whole; a question's run as its words (core.cjk)
-            words += cjk_terms(w) or [w]
+            words += split(w)
         elif len(w) > 1 or w.isdigit():
             words.append(w.lower())
     return list(dict.fromkeys([w for w in words if w not in STOP] or words))
