@@ -30,9 +30,13 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import structlog
 import xxhash
 
+from wikid.store._ann import Ann, Graph, copy_rows, hashes, min_rows
 from wikid.store._int8_rows import FileRows, HeapRows
+
+log = structlog.get_logger("wikid.store")
 
 
 def normalized(m: np.ndarray) -> np.ndarray:
@@ -83,6 +87,17 @@ class VectorIndex:
             HeapRows(dim) if rows is None else FileRows(rows, dim, fresh=True)
         )
         self._stamped: Path | None = None  # the stamp file that describes the rows
+        # Each row's key in the graph (``_ann``), and the rows sorted by it (None: to sort).
+        self._hash = np.zeros(0, np.uint64)
+        self._hsort: np.ndarray | None = None
+        self._delta: tuple[tuple[int, int], np.ndarray, np.ndarray] | None = None
+        self._version = 0  # bumped by every change to the rows
+        self._lock = threading.RLock()
+        # A graph over the rows, for a writer's rows in a file only: it is built in a
+        # thread from a copy of that file (a reader's heap rows are scanned).
+        self._ann = Ann(_graph_file(rows), self._lock) if rows is not None else None
+        if self._ann is not None:
+            self._ann.forget()  # new rows: no old graph describes them
 
     def __len__(self) -> int:
         return self._n
@@ -121,7 +136,9 @@ class VectorIndex:
             scale[: self._n] = self._scale[: self._n]
             keys = np.zeros(size, self._keys.dtype)
             keys[: self._n] = self._keys[: self._n]
-            self._scale, self._keys = scale, keys
+            hashed = np.zeros(size, np.uint64)
+            hashed[: self._n] = self._hash[: self._n]
+            self._scale, self._keys, self._hash = scale, keys, hashed
 
     def _changing(self) -> None:
         """Before the rows change: the stamp that described them goes first."""
@@ -129,11 +146,47 @@ class VectorIndex:
             self._stamped.unlink(missing_ok=True)
             self._stamped = None
 
+    def _changed(self, keys: np.ndarray) -> None:
+        """After rows changed: the graph no longer answers for them, and a new one may
+        be due."""
+        self._version += 1
+        if self._ann is not None:
+            self._ann.note_changed(hashes(keys.tolist()))
+            self._maybe_build()
+
+    def _maybe_build(self) -> None:
+        if self._ann is not None and isinstance(self._mat, FileRows) and self._ann.due(self._n):
+            self._ann.start(self._snapshot)
+
+    def _snapshot(self, into: Path) -> tuple[np.ndarray, int, int]:
+        assert isinstance(self._mat, FileRows)
+        copy_rows(self._mat.path, into)
+        return self._hash[: self._n].copy(), self._n, self.dim
+
+    def wait_for_graph(self, timeout: float = 60.0) -> None:
+        """Until no graph is being built (tests and benchmarks)."""
+        if self._ann is not None:
+            self._ann.wait(timeout)
+
+    @property
+    def graph_builds(self) -> int:
+        """Graphs this index has built (tests read it)."""
+        return self._ann.builds if self._ann is not None else 0
+
+    @property
+    def searched_by_graph(self) -> bool:
+        """Whether a query's first pass asks the graph (else it scans every row)."""
+        return self._ann is not None and self._ann.graph is not None and self._n >= min_rows()
+
     def put(self, ids: list[str], vectors: np.ndarray) -> None:
         """Add or replace vectors (any scale: they are normalised here); of an id given
         twice, the last vector counts."""
         if not ids:
             return
+        with self._lock:
+            self._put(ids, vectors)
+
+    def _put(self, ids: list[str], vectors: np.ndarray) -> None:
         self._changing()
         last = {k: i for i, k in enumerate(ids)}  # an id given twice: its last vector
         pick = np.fromiter(last.values(), np.int64, len(last))
@@ -145,6 +198,7 @@ class VectorIndex:
         self._scale[found[old]] = scales[old]
         new = np.flatnonzero(~old)
         if not len(new):
+            self._changed(keys)
             return
         new = new[np.argsort(keys[new], kind="stable")]  # in id order, to insert in order
         n, m = self._n, len(new)
@@ -152,13 +206,20 @@ class VectorIndex:
         self._keys[n : n + m] = keys[new]
         self._mat.write(np.arange(n, n + m), rows[new])
         self._scale[n : n + m] = scales[new]
+        self._hash[n : n + m] = hashes(keys[new].tolist())
+        self._hsort = None
         at = np.searchsorted(self._keys[:n], keys[new], sorter=self._order) if n else 0
         self._order = np.insert(self._order, at, np.arange(n, n + m, dtype=np.int32))
         self._n = n + m
+        self._changed(keys)
 
     def drop(self, ids: list[str]) -> None:
         """Remove vectors (ids never put are ignored); the last rows fill the holes, so
         the rows stay dense."""
+        with self._lock:
+            self._drop(ids)
+
+    def _drop(self, ids: list[str]) -> None:
         found = self._rows(_keys([k for k in dict.fromkeys(ids) if _storable(k)]))
         found = found[found >= 0]
         if not len(found):
@@ -173,44 +234,106 @@ class VectorIndex:
         self._mat.write(holes, self._mat.read(movers))
         self._mat.shrink(m)
         self._scale[holes] = self._scale[movers]
+        gone = self._keys[found].copy()
         self._keys[holes] = self._keys[movers]
         self._keys[m:n] = b""
+        self._hash[holes] = self._hash[movers]
+        self._hsort = None
         remap = np.arange(n, dtype=np.int32)
         remap[movers] = holes
         self._order = remap[self._order[~dropped[self._order]]]
         self._n = m
+        self._changed(gone)
 
     def candidates(self, queries: np.ndarray, k: int) -> list[list[str]]:
         """For each query (a row of ``queries``, or one vector), the ``k`` ids most
-        similar to it by the int8 scores: one scan of the rows for all of them (a
-        note's related notes ask with each of its chunks at once)."""
+        similar to it by the int8 scores, or (from the graph) at least the ``k`` it
+        finds: the caller rescores them exactly. Without a graph, one scan of the rows
+        for all queries at once (a note's related notes ask with each of its chunks)."""
         q = normalized(np.asarray(queries, np.float32).reshape(-1, self.dim))
-        n = self._n
-        if n == 0 or k <= 0:
-            return [[] for _ in q]
-        # Widen one block at a time into this thread's block buffer: the float32 copy of
-        # a block, never of the matrix. A new block each time (``astype``) was a fresh
-        # mmap of 6 MB, so every query paid ~40k page faults: 37 of the 46 ms a scan of
-        # 104k relation rows took in a VM at 13k notes, 8 ms with the buffer kept.
-        buf = _block_buffer(self.dim)
+        with self._lock:
+            if self._n == 0 or k <= 0:
+                return [[] for _ in q]
+            self._maybe_build()  # the rows may have gone quiet since they last changed
+            if self.searched_by_graph:
+                return self._by_graph(q, k)
+            top = self._scan(q, k, None)
+            return [[key.decode() for key in self._keys[t].tolist()] for t in top]
+
+    def _scan(self, q: np.ndarray, k: int, rows: np.ndarray | None) -> list[np.ndarray]:
+        """Each query's best ``k`` rows by int8 score, among ``rows`` (None: every row)."""
+        n = self._n if rows is None else len(rows)
+        if n == 0:
+            return [np.zeros(0, np.int64) for _ in q]
         qt = np.ascontiguousarray(q.T)
         scores = np.empty((n, len(q)), np.float32)
-        for i in range(0, n, BLOCK):
-            j = min(i + BLOCK, n)
-            np.copyto(buf[: j - i], self._mat.block(i, j), casting="unsafe")
-            np.matmul(buf[: j - i], qt, out=scores[i:j])
-        scores *= self._scale[:n, None]
+        if rows is None:
+            # Widen one block at a time into this thread's block buffer: the float32
+            # copy of a block, never of the matrix. A new block each time (``astype``)
+            # was a fresh mmap of 6 MB, so every query paid ~40k page faults: 37 of the
+            # 46 ms a scan of 104k relation rows took in a VM at 13k notes, 8 ms with
+            # the buffer kept.
+            buf = _block_buffer(self.dim)
+            for i in range(0, n, BLOCK):
+                j = min(i + BLOCK, n)
+                np.copyto(buf[: j - i], self._mat.block(i, j), casting="unsafe")
+                np.matmul(buf[: j - i], qt, out=scores[i:j])
+            scores *= self._scale[:n, None]
+            at = np.arange(n)
+        else:
+            at = np.sort(rows)
+            np.matmul(self._mat.read(at).astype(np.float32), qt, out=scores)
+            scores *= self._scale[at, None]
+        return [at[np.argpartition(-column, k - 1)[:k]] if n > k else at for column in scores.T]
+
+    def _by_graph(self, q: np.ndarray, k: int) -> list[list[str]]:
+        """The graph's candidates that are still its to give, and the rows changed since
+        it was built, scanned exactly."""
+        assert self._ann is not None and self._ann.graph is not None
+        dirty, delta = self._dirty()
+        found = self._ann.graph.search(q, k + min(k, len(dirty)))
+        extra = self._scan(q, k, delta) if len(delta) else [None] * len(q)
         out = []
-        for column in scores.T:
-            top = np.argpartition(-column, k - 1)[:k] if n > k else np.arange(n)
-            out.append([key.decode() for key in self._keys[top].tolist()])
+        for keys, more in zip(found, extra, strict=True):
+            keys = keys[~np.isin(keys, dirty)] if len(dirty) else keys
+            rows = self._rows_by_hash(keys)
+            rows = rows[rows >= 0]
+            if more is not None:
+                rows = np.concatenate([rows, more])
+            out.append([key.decode() for key in self._keys[rows].tolist()])
         return out
+
+    def _dirty(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the keys changed since the graph's snapshot, the rows now holding them),
+        kept until the rows next change."""
+        assert self._ann is not None
+        version = (self._version, self._ann.builds)  # a new graph: a new delta
+        if self._delta is None or self._delta[0] != version:
+            keys = np.fromiter(self._ann.dirty, np.uint64, len(self._ann.dirty))
+            rows = self._rows_by_hash(keys)
+            self._delta = (version, keys, rows[rows >= 0])
+        return self._delta[1], self._delta[2]
+
+    def _rows_by_hash(self, keys: np.ndarray) -> np.ndarray:
+        """The row holding each key (-1: none)."""
+        n = self._n
+        if n == 0 or not len(keys):
+            return np.full(len(keys), -1, np.int64)
+        if self._hsort is None:
+            self._hsort = np.argsort(self._hash[:n], kind="stable")
+        at = np.searchsorted(self._hash[:n], keys, sorter=self._hsort)
+        rows = self._hsort[np.minimum(at, n - 1)].astype(np.int64)
+        return np.where((at < n) & (self._hash[rows] == keys), rows, -1)
 
     def similarity(self, query: np.ndarray, ids: list[str]) -> dict[str, float]:
         """The int8 cosine of ``query`` with each of ``ids`` held here (absent ones left
         out): the rows read by id, no scan. A ranking among known candidates (a
         question's second hop), within ~1% of the exact cosine."""
         keys = [k for k in ids if _storable(k)]
+        with self._lock:
+            return self._similarity(query, keys)
+
+    def _similarity(self, query: np.ndarray, keys: list[str]) -> dict[str, float]:
         rows = self._rows(_keys(keys))
         at = np.unique(rows[rows >= 0])  # ascending: the file is read per run of rows
         if not len(at):
@@ -226,7 +349,15 @@ class VectorIndex:
         hashes, so one never holds the newline that separates them)."""
         if not isinstance(self._mat, FileRows):
             raise TypeError("only an index whose rows are in a file can be stamped")
+        with self._lock:
+            self._save(stamp_file, stamp)
+
+    def _save(self, stamp_file: Path, stamp: tuple[int, ...]) -> None:
+        assert isinstance(self._mat, FileRows)
         n = self._n
+        ann = self._ann
+        assert ann is not None
+        graph = ann.graph
         text = b"\n".join(self._keys[:n].tolist())
         if text.count(b"\n") != max(n - 1, 0):  # an id with a newline: not one file can hold
             return
@@ -239,6 +370,10 @@ class VectorIndex:
                 scale=self._scale[:n],
                 ids=np.frombuffer(text, np.uint8),
                 digest=np.asarray([_digest(self._mat.path)], np.uint64),
+                # The graph, by its file's digest (0: none), and the keys changed since
+                # its snapshot: the next start views it and scans those beside it.
+                graph=np.asarray([graph.digest if graph else 0], np.uint64),
+                dirty=np.fromiter(sorted(ann.dirty) if graph else [], np.uint64),
             )
         os.replace(tmp, stamp_file)
         self._stamped = stamp_file
@@ -260,6 +395,8 @@ class VectorIndex:
                 scale = f["scale"].astype(np.float32)
                 text = f["ids"].tobytes()
                 f_digest = int(f["digest"][0])
+                g_digest = int(f["graph"][0]) if "graph" in f else 0
+                dirty = f["dirty"].tolist() if "graph" in f else []
             names = text.split(b"\n") if text else []
             n = len(names)
             if scale.shape != (n,) or rows.stat().st_size != n * dim:
@@ -287,8 +424,25 @@ class VectorIndex:
         index = cls(dim)
         index._n, index._keys, index._scale, index._mat = n, keys, scale, mat
         index._order = np.argsort(keys, kind="stable").astype(np.int32)
+        index._hash = hashes(names)
         index._stamped = stamp_file if writer else None
+        if writer:
+            index._ann = Ann(_graph_file(rows), index._lock)
+            graph = Graph.view(index._ann.path, g_digest) if g_digest else None
+            if graph is not None:
+                index._ann.graph, index._ann.dirty = graph, set(dirty)
+            elif n >= min_rows():
+                log.info(  # built again once the rows are quiet
+                    "vector search graph to be built again from the rows: its file is "
+                    "missing or did not match its stamp",
+                    file=str(index._ann.path),
+                )
         return index
+
+
+def _graph_file(rows: Path) -> Path:
+    """The graph over the rows in ``rows``: ``wikid-vectors-<ns>.hnsw``."""
+    return rows.with_suffix(".hnsw")
 
 
 def _digest(rows: Path) -> int:
