@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).parent))
 from daemontools import DaemonProc
-from genvault import WORDS, generate
+from genvault import generate, vocabulary
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "vaultofknowledge"
 
@@ -129,11 +129,24 @@ def edits_visible(
     return lat
 
 
-def queries(d: DaemonProc, n: int) -> list[float]:
+def questions(notes: list[str], n: int) -> list[str]:
+    """``n`` questions: half about two words (of the vault's vocabulary's middle ranks,
+    where a question's words are), half about a note by its title."""
     rng = random.Random(5)
+    words = vocabulary()[0][100:3000]
     out = []
-    for _ in range(n):
-        q = f"What do my notes say about {rng.choice(WORDS)} and {rng.choice(WORDS)}?"
+    for i in range(n):
+        if i % 2:
+            title = Path(rng.choice(notes)).stem
+            out.append(f"What does {title} say about {rng.choice(words)}?")
+        else:
+            out.append(f"What do my notes say about {rng.choice(words)} and {rng.choice(words)}?")
+    return out
+
+
+def queries(d: DaemonProc, asked: list[str]) -> list[float]:
+    out = []
+    for q in asked:
         t = time.perf_counter()
         d.call("query", text=q)
         out.append((time.perf_counter() - t) * 1000)
@@ -176,6 +189,15 @@ def print_stalls(name: str, log: Path, worst: int = 8) -> None:
             print(f"    beside it: {other}")
 
 
+def print_graphs(name: str, log: Path) -> None:
+    """The vector search graphs the daemon built (``store/_ann.py``): rows and seconds."""
+    for line in log.read_text(errors="replace").splitlines():
+        if '"vector search graph built"' in line:
+            with contextlib.suppress(ValueError):
+                e = json.loads(line)
+                print(f"{name}: graph {Path(e['file']).name}: {e['rows']} rows in {e['s']} s")
+
+
 def one(
     name: str, vault: Path, tmp: Path, edits: int, nq: int, cold_cache: bool
 ) -> list[tuple[str, str]]:
@@ -194,7 +216,9 @@ def one(
     )
     lat = edits_visible(d, vault, notes, edits)
     d.settle()  # the edits' store writes: a query would wait for them
-    q = queries(d, nq)
+    time.sleep(3)  # the rows quiet: the vector search graphs are built (see the log)
+    asked = questions(notes, nq)
+    q = queries(d, asked)
     kin = related(d, notes, 4 * nq)
     d.stop()
     for i in range(edits):  # offline edits, then a restart
@@ -203,7 +227,7 @@ def one(
     time.sleep(2.1)  # past the racy window: the files may be trusted from the cache
     after_edits = start_and_watch(d, cold_cache=cold_cache)
     d.settle()
-    q_restarted = queries(d, nq)  # a daemon that loaded its graph, not one that built it
+    q_restarted = queries(d, asked)  # a daemon that loaded its graph, not one that built it
     assert d.proc is not None
     restarted = resident(d.proc.pid)
     d.stop()
@@ -213,6 +237,7 @@ def one(
     d.stop()
     restarts = max(after_edits["worst_status_ms"], unchanged["worst_status_ms"])
     print_stalls(name, d.log)
+    print_graphs(name, d.log)
     mib = 2**20
     cache = " (page cache dropped)" if cold_cache else ""
     return [
@@ -253,7 +278,7 @@ def both(start: dict[str, Any]) -> str:
     return f"serving {start['serving']:.1f} s, ready {start['ready']:.1f} s"
 
 
-def main(sizes: list[int], vok: bool, edits: int, nq: int, cold_cache: bool) -> None:
+def main(sizes: list[int], vok: bool, edits: int, nq: int, cold_cache: bool, shape: str) -> None:
     rows: list[tuple[str, str]] = []
     if vok and SHARED.is_dir():
         with tempfile.TemporaryDirectory() as tmp:
@@ -266,8 +291,8 @@ def main(sizes: list[int], vok: bool, edits: int, nq: int, cold_cache: bool) -> 
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             vault = Path(tmp) / f"gen{n}"
-            generate(vault, n)
-            rows += one(f"generated {n}", vault, Path(tmp), edits, nq, cold_cache)
+            generate(vault, n, shape=shape)
+            rows += one(f"generated {shape} {n}", vault, Path(tmp), edits, nq, cold_cache)
         _table(rows)  # after each vault, so a long run shows what it has
 
 
@@ -282,9 +307,12 @@ if __name__ == "__main__":
     ap.add_argument("--sizes", default="13000,20000,50000")
     ap.add_argument("--vok", action="store_true", help="also ../shared/vaults/vaultofknowledge")
     ap.add_argument("--edits", type=int, default=100)
-    ap.add_argument("--queries", type=int, default=30)
+    ap.add_argument("--queries", type=int, default=64)
+    ap.add_argument("--shape", default="real", choices=["real", "flat"], help="genvault.py's shape")
     ap.add_argument("--drop-caches", action="store_true", help="restarts as after a reboot")
     a = ap.parse_args()
     if a.drop_caches and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
         ap.error("--drop-caches empties the page cache, which needs root")
-    main([int(s) for s in a.sizes.split(",") if s], a.vok, a.edits, a.queries, a.drop_caches)
+    main(
+        [int(s) for s in a.sizes.split(",") if s], a.vok, a.edits, a.queries, a.drop_caches, a.shape
+    )

@@ -57,6 +57,8 @@ def _index(vault: Path, workdir: Path) -> subprocess.Popen[bytes]:
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # The vector search graph past 100 rows, so kills land in its builds too.
+        env={**os.environ, "WIKID_ANN_MIN_ROWS": "100"},
     )
 
 
@@ -104,3 +106,34 @@ def test_sigkill_at_random_points_converges(tmp_path: Path) -> None:
     ledger = ledger_path(workdir)
     assert sqlite3.connect(ledger).execute("SELECT count(*) FROM pending").fetchone()[0] == 0
     assert os.listdir(vault)  # the vault is untouched by the store
+    _graphs_answer_for_their_rows(workdir)
+
+
+def _graphs_answer_for_their_rows(workdir: Path) -> None:
+    """After the kills, each namespace's rows read back with their stamp, and a graph
+    the stamp names finds each row by its own vector (none is left stale)."""
+    import sqlite3
+
+    import numpy as np
+
+    from wikid.store._vector_index import VectorIndex
+
+    (db,) = workdir.glob("*/wikid-store.sqlite")
+    conn = sqlite3.connect(db)
+    graphs = 0
+    for ns in ("chunks", "entities", "relationships"):
+        (gen,) = conn.execute("SELECT gen FROM lr_vector_gen WHERE ns=?", (ns,)).fetchone()
+        (n,) = conn.execute("SELECT count(*) FROM lr_vectors WHERE ns=?", (ns,)).fetchone()
+        rows, stamp = (db.parent / f"wikid-vectors-{ns}{s}" for s in (".i8", ".npz"))
+        os.environ["WIKID_ANN_MIN_ROWS"] = "100"
+        try:
+            index = VectorIndex.read(stamp, rows, 384, (gen, n), writer=True)
+            assert index is not None and len(index) == n, ns  # a clean stop stamped them
+            if index.searched_by_graph:
+                graphs += 1
+                own = index._mat.read(np.arange(len(index))).astype(np.float32)
+                found = index.candidates(own, 10)
+                assert all(k in f for k, f in zip(index.ids, found, strict=True)), ns
+        finally:
+            del os.environ["WIKID_ANN_MIN_ROWS"]
+    assert graphs, "a graph must have been built for this test to mean anything"

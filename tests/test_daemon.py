@@ -49,6 +49,14 @@ def test_status_reports_counts_and_rejected_notes(daemon: DaemonProc) -> None:
     assert s["notes"] == 7 and s["entities"] > 0 and s["chunks"] > 0 and s["llm_calls"] == 0
     assert "binary" in s["rejected"]["broken.md"]
     assert s["store"]["backend"] == "sqlite" and s["embedding_model"].startswith("all-MiniLM")
+    searched = s["store"]["vector_search"]  # a small vault: every namespace scanned
+    assert searched["chunks"] == {
+        "rows": s["chunks"],
+        "by": "scan",
+        "changed_since_graph": 0,
+        "building": 0,
+    }
+    assert set(searched) == {"chunks", "entities", "relationships"}
     assert {b["target"] for b in daemon.call("broken")["broken"]} == {"Charles Babbage"}
     assert daemon.call("backlinks", note="Welcome")["backlinks"]
     graph = daemon.call("graph")

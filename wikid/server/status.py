@@ -71,6 +71,18 @@ def conflicts(vg: VaultGraph) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["mtime"] is None, r["mtime"] or 0, r["path"]))
 
 
+def vector_search(idx: Index) -> dict[str, Any]:
+    """Per vector namespace (the sqlite backend): its rows, and whether a query asks
+    the HNSW graph or scans them (``store/_ann.py``)."""
+    rag = idx.store.rag
+    out = {}
+    for vdb in (rag.chunks_vdb, rag.entities_vdb, rag.relationships_vdb):
+        index = getattr(vdb, "_index", None)
+        if index is not None and hasattr(index, "state"):
+            out[vdb.namespace] = index.state()
+    return out
+
+
 def status_reply(d: Daemon) -> dict[str, Any]:
     """What the daemon holds and does; answered from the first moment (before the
     vault is loaded, with zeros), and never waits for a batch."""
@@ -98,6 +110,7 @@ def status_reply(d: Daemon) -> dict[str, Any]:
             "workdir": str(d.cfg.workdir),
             "behind": d.store_behind,
             "last_error": d.last_error,
+            "vector_search": vector_search(idx) if idx else {},
         },
         "embedding_model": idx.model_id if idx else None,
         "llm_calls": idx.llm_calls if idx else 0,

@@ -173,6 +173,17 @@ class VectorIndex:
         """Graphs this index has built (tests read it)."""
         return self._ann.builds if self._ann is not None else 0
 
+    def state(self) -> dict[str, int | str]:
+        """How a query searches these rows, for ``status``: read without the lock (a
+        status never waits), so a figure may be one change old."""
+        ann = self._ann
+        return {
+            "rows": self._n,
+            "by": "graph" if self.searched_by_graph else "scan",
+            "changed_since_graph": len(ann.dirty) if ann is not None and ann.graph else 0,
+            "building": int(ann is not None and ann.pending is not None),
+        }
+
     @property
     def searched_by_graph(self) -> bool:
         """Whether a query's first pass asks the graph (else it scans every row)."""
