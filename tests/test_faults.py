@@ -270,3 +270,46 @@ def test_garbled_vector_rows_stamps_and_saved_graph_are_rebuilt(tmp_path: Path) 
     assert d.call("related", note="Ada Lovelace")["related"] == before_ev
     assert d.stop() == 0
     assert _export(d.workdir) == before
+
+
+def test_an_older_ledger_and_a_garbled_parse_cache_row_are_rebuilt_with_a_line(
+    tmp_path: Path,
+) -> None:
+    """A ledger an older wikid wrote (its vector texts and parse-cache format of an
+    earlier version), and one parse-cache row garbled: each start says what it did in
+    the log (the row read from its file instead; the store started over, the vectors
+    kept by text), serves, and the store ends as it was. No traceback."""
+    import sqlite3
+
+    from storetools import ledger_path
+
+    vault = copy_example(tmp_path / "v")
+    d = DaemonProc(vault, tmp_path).start()
+    before_related = d.call("related", note="Ada Lovelace")["related"]
+    assert d.stop() == 0
+    before = _export(d.workdir)
+    ledger = ledger_path(d.workdir)
+
+    with sqlite3.connect(ledger) as conn:  # one row garbled while wikid was stopped
+        conn.execute(
+            "UPDATE files SET note=? WHERE path=?", (b"\x80\x05garbled", "People/Ada Lovelace.md")
+        )
+    d.start()
+    assert d.call("related", note="Ada Lovelace")["related"] == before_related
+    ev = d.call("query", text="Who was Ada Lovelace?", budget=800)  # her card: her payload
+    assert "People/Ada Lovelace.md" in ev["notes"]
+    assert "parse cache row unreadable" in d.log.read_text()
+    assert d.stop() == 0
+    assert _export(d.workdir) == before
+
+    with sqlite3.connect(ledger) as conn:  # as an older wikid left it
+        conn.execute("UPDATE meta SET value='1' WHERE key='vector_texts'")
+        conn.execute("UPDATE meta SET value='older-format' WHERE key=?", ("parse_cache",))
+    d.start()
+    starts = [json.loads(x) for x in d.log.read_text().splitlines() if '"initial sync"' in x]
+    assert starts[-1]["start"] == "the store was started over", starts[-1]
+    assert starts[-1]["embedded"] == 0  # the vectors by text were kept: none embedded again
+    assert d.call("related", note="Ada Lovelace")["related"] == before_related
+    assert d.stop() == 0
+    assert "Traceback" not in d.log.read_text()
+    assert _export(d.workdir) == before

@@ -337,6 +337,8 @@ class Daemon:
         self.store_behind, self.last_error = False, None
         self.batches += 1
         self.last_sync = time.time()
+        if self.phase.startswith("watching "):  # the count it shows, kept current
+            self.phase = f"watching {len(self.index.graph.notes)} notes"
         if delta or any(report.writes.values()):
             log.info(
                 "batch",

@@ -34,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+import structlog
+
 from wikid.core.graph import GHOST, TAG, VaultGraph
 from wikid.core.note import Note
 from wikid.core.vault import Snapshot, VaultFilter, VaultOptions, is_note, snapshot
@@ -57,6 +59,7 @@ FORMAT = 9
 # with equal attributes sharing one dict; 3: notes as heads, their payload in the cache.
 GRAPH_LAYOUT = 3
 META_KEY = PARSE_CACHE
+log = structlog.get_logger("wikid.sync")
 SAVED = "wikid-graph.pickle"  # beside the ledger's file
 _BAD_PICKLE = (pickle.UnpicklingError, AttributeError, TypeError, ValueError, EOFError)
 
@@ -88,8 +91,11 @@ def cached_note(ledger: Ledger, path: str) -> Note | None:
     try:
         note = pickle.loads(blob)[0]
     except (*_BAD_PICKLE, IndexError):
+        note = None
+    if not isinstance(note, Note):  # garbled: the caller reads the file instead
+        log.warning("parse cache row unreadable: the note is read from its file", path=path)
         return None
-    return note if isinstance(note, Note) else None
+    return note
 
 
 def file_rows(vg: VaultGraph, paths: set[str], spans: Callable[[str], Spans]) -> dict[str, FileRow]:
