@@ -163,3 +163,53 @@ def test_a_stop_during_the_first_sync_ends_it_and_the_next_start_goes_on(tmp_pat
         asyncio.run(export_workdir(d.workdir)),
         asyncio.run(fresh_export(vault, seed_vectors=ledger_path(d.workdir))),
     )
+
+
+def test_meaning_search_is_ready_before_the_links_are_embedded(tmp_path: Path) -> None:
+    """A cold start embeds chunks and notes first, the links' texts last: once every
+    chunk and entity is in, ``status`` says ``meaning_ready`` (before ``ready``) with
+    that kind done, a query answers by meaning with no ``partial``, and related notes
+    use meaning too. Many links a note, so the links' texts take a while."""
+    rng = random.Random(5)
+    n = 120
+    for i in range(n):
+        others = rng.sample([j for j in range(n) if j != i], 14)
+        links = "\n".join(
+            f"- the {rng.choice(WORDS)} of [[M{j:03d}]] meets its {rng.choice(WORDS)}"
+            for j in others
+        )
+        words = " ".join(rng.choice(WORDS) for _ in range(40))
+        write(tmp_path / "vault", f"M{i:03d}.md", f"# Note {i}\nMarker zq{i}x {words}\n\n{links}\n")
+    write(tmp_path / "vault", "Orchard.md", "Pruning apple trees in late winter keeps them fruiting.\n")
+    d = DaemonProc(tmp_path / "vault", tmp_path).start(wait=False)
+    seen = None
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            try:
+                s = d.call("status")
+            except (DaemonNotRunning, ConnectionError, OSError):
+                time.sleep(0.05)
+                continue
+            if s["ready"]:
+                break
+            if s["serving"] and not s["meaning_ready"]:
+                q = d.call("query", text="how to cut back fruit trees")
+                assert "partial" in q, "a query before meaning search is whole says so"
+            if s["meaning_ready"] and seen is None:
+                kinds = (s.get("progress") or {}).get("kinds") or {}
+                q = d.call("query", text="how to cut back fruit trees")
+                kin = d.call("related", note="Orchard.md")
+                seen = (kinds, q, kin)
+            time.sleep(0.05)
+        assert d.call("status")["meaning_ready"]
+    finally:
+        d.stop()
+    assert seen is not None, "meaning search was never ready before the whole sync"
+    kinds, q, kin = seen
+    meaning, links = kinds["chunks and notes"], kinds["links"]
+    assert meaning["done"] == meaning["total"] > 0, kinds
+    assert links["done"] < links["total"], kinds  # the links' texts still embedding
+    assert "partial" not in q, q  # by meaning: a question sharing no word with its note
+    assert "Orchard.md" in q["notes"][:3], q["notes"]
+    assert "meaning" not in kin, kin  # no "not yet": related notes by meaning too

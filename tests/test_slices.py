@@ -163,6 +163,25 @@ def test_progress_never_goes_back_when_a_slice_is_embedded_again() -> None:
     assert done == sorted(done) and shown[-1] == (30, 30)
 
 
+def test_progress_by_kind_guesses_each_kind_from_its_own_slices() -> None:
+    """Chunks-and-notes slices come first, links' slices after, and they are unlike:
+    each kind's total is guessed from its own slices once one has reported."""
+    shown: list[tuple[int, int, dict[str, tuple[int, int]]]] = []
+    tally = Tally(
+        5,
+        lambda d, t, kinds: shown.append((d, t, kinds)),
+        kinds=(("chunks and notes", 2), ("links", 3)),
+    )
+    first = tally.of(0)
+    first(10, 100)
+    assert shown[-1][2] == {"chunks and notes": (10, 200), "links": (0, 300)}  # a guess
+    tally.of(1)(100, 100)
+    first(100, 100)
+    tally.of(2)(5, 30)
+    assert shown[-1][2] == {"chunks and notes": (200, 200), "links": (5, 90)}
+    assert shown[-1][:2] == (205, 290)
+
+
 def test_a_written_slice_is_let_go() -> None:
     """A slice's plan holds its records (every chunk's text): once written, nothing of
     the pipeline may keep it. Run with every plan a weakly referenced object, and at

@@ -60,6 +60,7 @@ class Daemon:
         self.in_flight = 0  # paths of the batch being applied
         self.vault_missing = False
         self.serving = False  # links and search answer (the store may still embed)
+        self.meaning_ready = False  # every chunk and entity embedded: query by meaning
         self.counts = {"entities": 0, "relations": 0, "chunks": 0}  # as of the last write
         self.cost_totals: dict[str, Any] | None = None  # likewise (None: not read yet)
         self.progress = Progress("embedding", live=False)  # log events, not a bar
@@ -86,10 +87,12 @@ class Daemon:
         assert self._watcher is not None, "the watcher starts before the initial sync"
         return self._watcher
 
-    def _embedded(self, done: int, total: int) -> None:
+    def _embedded(
+        self, done: int, total: int, kinds: dict[str, tuple[int, int]] | None = None
+    ) -> None:
         """The store embedded more texts: progress for status, the log and systemd,
         which must not time out a long first sync (EXTEND_TIMEOUT_USEC)."""
-        self.progress.update(done, total)
+        self.progress.update(done, total, kinds)
         if not self.ready and time.monotonic() - self._notified >= Progress.EVERY_S:
             self._notified = time.monotonic()
             notify(f"STATUS=initial sync: {self.progress.line()}", "EXTEND_TIMEOUT_USEC=60000000")
@@ -99,6 +102,13 @@ class Daemon:
         search answer now, while the store may still be embedding. Tell systemd."""
         self.serving = True
         notify("READY=1", "STATUS=initial sync: links and search are ready")
+
+    def _meaning_ready(self) -> None:
+        """Every chunk and entity of the first sync is written with its vector: query
+        and related notes search by meaning from now on, while the links' texts embed."""
+        self.meaning_ready = True
+        log.info("meaning search ready", progress=self.progress.line())
+        notify("STATUS=initial sync: meaning search is ready; embedding the links")
 
     def _pause(self, why: str) -> None:
         """The vault is gone or empty: remove nothing, say so once, wait for it."""
@@ -161,6 +171,7 @@ class Daemon:
         self.costs = self.index.cost_ledger()
         self.index.on_embedded(self._embedded)
         self.index.on_search_ready(self._serving)
+        self.index.on_meaning_ready(self._meaning_ready)
         if self.stopping.is_set():  # stopped while loading
             await self.index.close()
             return 0
@@ -189,7 +200,7 @@ class Daemon:
         freeze_long_lived()
         log.info("initial sync", vault=str(self.cfg.path), **report)
         await self.recount()
-        self.ready = self.serving = True
+        self.ready = self.serving = self.meaning_ready = True
         self.phase = f"watching {report['notes']} notes"
         notify("READY=1", f"STATUS={self.phase}")
         self._tasks = [self._spawn(self._batch_loop()), self._spawn(self._reconcile_loop())]

@@ -71,7 +71,9 @@ def configure(level: str = "info", *, json_lines: bool | None = None) -> None:
 class Progress:
     """Long work, shown with a total, a rate and an ETA: a tqdm bar on a terminal,
     else a structlog ``progress`` event every ``EVERY_S`` seconds (the journal).
-    ``update(done, total)`` is the store's embedding callback."""
+    ``update(done, total)`` is the store's embedding callback; a full reconcile also
+    gives ``kinds={name: (done, total)}`` in the order they are embedded, and each
+    kind then has its own ETA: when meaning search is whole, not only when all is."""
 
     EVERY_S = 5.0
 
@@ -80,11 +82,15 @@ class Progress:
         self.done = self.total = 0
         self.started = self._logged = time.monotonic()
         self._bar: Any = None
+        self.kinds: dict[str, tuple[int, int]] = {}
 
-    def update(self, done: int, total: int) -> None:
+    def update(
+        self, done: int, total: int, kinds: dict[str, tuple[int, int]] | None = None
+    ) -> None:
         if done < self.done:  # a new batch: start over
             self.started = time.monotonic()
         self.done, self.total = done, total
+        self.kinds = kinds or {}
         if self.live:
             if self._bar is None:
                 from tqdm import tqdm
@@ -101,18 +107,33 @@ class Progress:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.done / elapsed
         eta = (self.total - self.done) / rate if rate > 0 else None
-        return {
+        out: dict[str, Any] = {
             "phase": self.phase,
             "done": self.done,
             "total": self.total,
             "rate_per_s": round(rate, 1),
             "eta_s": None if eta is None else round(eta),
         }
+        if self.kinds:
+            out["kinds"] = kinds = {}
+            left = 0  # a kind is done once it and every kind before it are
+            for name, (done, total) in self.kinds.items():
+                left += total - done
+                kinds[name] = {
+                    "done": done,
+                    "total": total,
+                    "eta_s": round(left / rate) if rate > 0 else None,
+                }
+        return out
 
     def line(self) -> str:
-        """ "embedding 4,210/13,415, ETA 6 min" """
+        """ "embedding 4,210/13,415, ETA 6 min (chunks and notes: ETA 2 min)" """
         d = self.as_dict()
         eta = "" if d["eta_s"] is None else f", ETA {_duration(d['eta_s'])}"
+        kinds: dict[str, dict[str, Any]] = d.get("kinds", {})
+        name, kind = next(iter(kinds.items()), ("", {}))
+        if kind and kind["done"] < kind["total"] and kind["eta_s"] is not None:
+            eta += f" ({name}: ETA {_duration(kind['eta_s'])})"
         return f"{self.phase} {self.done:,}/{self.total:,}{eta}"
 
     def close(self) -> None:

@@ -34,6 +34,7 @@ class Daemon(Protocol):
     cfg: VaultConfig
     ready: bool  # the first sync is done
     serving: bool  # links and search answer, the store may still embed
+    meaning_ready: bool  # every chunk and entity is embedded (the links may still be)
     progress: Progress
     costs: CostLedger
     batch_lock: asyncio.Lock  # held by every batch
@@ -60,7 +61,7 @@ async def read(d: Daemon, op: str, req: dict[str, Any], emit: Callable[[str], No
         async with _consistent(d, search=True):  # in a thread: it may read notes
             return await asyncio.to_thread(api.INDEX_OPS[op], d.index, req)
     if op in api.STORE_OPS:
-        if d.serving and not d.ready:  # still embedding: from the graph alone
+        if d.serving and not d.meaning_ready:  # still embedding: from the graph alone
             return await api.STORE_OPS[op](d.index, req, vectors=False)
         async with _consistent(d):
             return await api.STORE_OPS[op](d.index, req)
@@ -77,7 +78,7 @@ async def _query(d: Daemon, req: dict[str, Any], emit: Callable[[str], None]) ->
         req.get("explain", False),
         req.get("where"),
     )
-    if d.serving and not d.ready:  # still embedding: the graph and BM25 now
+    if d.serving and not d.meaning_ready:  # still embedding: the graph and BM25 now
         ev = await api.query(d.index, *args, vectors=False)
         ev["partial"] = {"embedded": d.progress.done, "total": d.progress.total}
     else:
@@ -96,21 +97,32 @@ async def _consistent(d: Daemon, search: bool = False) -> AsyncIterator[None]:
     connection before it commits, so a store query waits for the batch in flight
     (milliseconds per edit) instead of reading half of it. Stock files batches take
     seconds and their storages are already half-updated in memory mid-batch, so
-    there a query is served between the batch's awaits, as before."""
-    if d.cfg.store != "sqlite" or (search and d.serving and not d.ready):
+    there a query is served between the batch's awaits, as before.
+
+    During the first sync (which holds the batch lock throughout) a store read served
+    once meaning search is whole waits instead for the slice being written, on any
+    backend: a slice is a batch of thousands of rows, half of which must not be read."""
+    if search and d.serving and not d.ready:
         # During the first sync the search index is written and committed before the
         # long batches, which no longer touch it: search need not wait for them.
         yield
         return
+    if d.serving and not d.ready:
+        lock = d.index.between_writes()
+    elif d.cfg.store != "sqlite":
+        yield
+        return
+    else:
+        lock = d.batch_lock
     try:
-        await asyncio.wait_for(d.batch_lock.acquire(), QUERY_WAIT_S)
+        await asyncio.wait_for(lock.acquire(), QUERY_WAIT_S)
     except TimeoutError:
         what = "the initial sync" if not d.ready else "a batch"
         raise ProtocolError("busy", f"{what} is being applied; retry shortly") from None
     try:
         yield
     finally:
-        d.batch_lock.release()
+        lock.release()
 
 
 async def _answer(d: Daemon, ev: dict[str, Any], emit: Callable[[str], None]) -> dict[str, Any]:

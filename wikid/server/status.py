@@ -27,6 +27,7 @@ class Daemon(Protocol):
     cfg: VaultConfig
     ready: bool
     serving: bool
+    meaning_ready: bool
     phase: str
     progress: Progress
     busy: bool
@@ -92,6 +93,7 @@ def status_reply(d: Daemon) -> dict[str, Any]:
         "vault": str(d.cfg.path),
         "ready": d.ready,
         "serving": d.serving,
+        "meaning_ready": d.meaning_ready,
         "phase": d.phase + (f": {d.progress.line()}" if d.embedding() and not d.ready else ""),
         "progress": d.progress.as_dict() if d.embedding() else None,
         "notes": len(idx.graph.notes) if idx else 0,

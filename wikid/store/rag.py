@@ -186,7 +186,7 @@ class Store:
         self._caching = False
         # Called with (done, total): texts embedded so far of those a batch must embed
         # (a progress bar in ``wikid index``, the daemon's status and log).
-        self.progress: Callable[[int, int], None] | None = None
+        self.progress: Callable[..., None] | None = None  # (done, total, kinds=...)
         workdir.mkdir(parents=True, exist_ok=True)
         (workdir / workspace).mkdir(parents=True, exist_ok=True)
         self.ledger = Ledger(workdir / workspace / ledger_file(backend), not read_only)

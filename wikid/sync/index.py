@@ -270,9 +270,20 @@ class Index:
     def model_id(self) -> str:
         return self.store.embedder.model_id
 
-    def on_embedded(self, callback: Callable[[int, int], None] | None) -> None:
-        """Call ``callback(done, total)`` as a batch embeds its new texts (progress)."""
+    def on_embedded(self, callback: Callable[..., None] | None) -> None:
+        """Call ``callback(done, total)`` as a batch embeds its new texts (progress); a
+        full reconcile adds ``kinds={name: (done, total)}``, meaning's kinds first."""
         self.store.progress = callback
+
+    def on_meaning_ready(self, callback: Callable[[], None] | None) -> None:
+        """Call ``callback()`` once a full reconcile has written every chunk and entity
+        with its vector: meaning search is whole, the links' texts still embedding."""
+        self.sink.on_meaning_ready = callback
+
+    def between_writes(self) -> asyncio.Lock:
+        """Held, no batch is being written: a read served during the first sync sees
+        whole batches only."""
+        return self.sink.writing
 
     def on_search_ready(self, callback: Callable[[], None] | None) -> None:
         """Call ``callback()`` when the first sync has made links and search usable, before

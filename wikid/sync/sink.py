@@ -36,7 +36,7 @@ from wikid.sync.implicit import IMPLICIT, ImplicitIndex, fold, node_of
 from wikid.sync.records import Mapper, pair
 from wikid.sync.salience import score
 from wikid.sync.search import SearchIndex
-from wikid.sync.slices import Live, Steps, Tally
+from wikid.sync.slices import LINKS, MEANING, Live, Steps, Tally
 from wikid.sync.slices import run as run_slices
 
 Record = dict[str, Any]
@@ -101,8 +101,13 @@ class Sink:
         vg.payloads.source = functools.partial(restart.cached_note, store.ledger)
         self.implicit = implicit or ImplicitIndex(None)
         self._forced: dict[str, set[str]] = {}
-        # Called once a full reconcile has written the search index (serving starts).
+        # Called once a full reconcile has written the search index (serving starts),
+        # and once it has written every chunk and entity (meaning search is whole).
         self.on_search_ready: Callable[[], None] | None = None
+        self.on_meaning_ready: Callable[[], None] | None = None
+        # Held while a batch is written: a read that must not see half of one (a query
+        # served while the first sync goes on) takes it too.
+        self.writing = asyncio.Lock()
         self.live: Live | None = None  # the daemon's edits, let in during a full reconcile
         self._reconciling = False
         self._salience: dict[str, dict[str, float]] = {}  # note -> chunk id -> score
@@ -123,8 +128,13 @@ class Sink:
         if self.on_search_ready is not None:
             self.on_search_ready()
         # In slices, each its own batch: memory stays bounded on a cold index of a big
-        # vault. They run as a pipeline around the model (``slices``).
-        parts = max(1, -(-(len(ns) + len(ps)) // SLICE_KEYS))
+        # vault. They run as a pipeline around the model (``slices``). Meaning first:
+        # the first ``meaning`` slices hold the nodes and notes (their entity texts and
+        # chunks: what a question is matched against), the rest the links' relation
+        # texts, which are as many again and matter less. Any order adds up to the same
+        # full reconcile: the slices' owners are disjoint.
+        meaning = max(1, -(-(len(ns) + len(ts)) // SLICE_KEYS))
+        parts = meaning + -(-len(ps) // SLICE_KEYS)
         # The parse cache is trusted again only once every slice is in (restart.plan).
         self.ledger.set_meta({restart.META_KEY: ""})
         pending = self.ledger.pending()
@@ -139,13 +149,15 @@ class Sink:
             both. Why not all in the first: chunking every note there held the model
             idle and every edit waiting for 13 s at 13k notes, and every note's chunks
             in memory until the end (~60 MB)."""
-            mine = ts[i::parts]
+            if i >= meaning:
+                return self._plan(set(), set(ps[i - meaning :: parts - meaning]), set(), {}, None)
+            mine = ts[i::meaning]
             return self._plan(
-                set(ns[i::parts]),
-                set(ps[i::parts]),
+                set(ns[i::meaning]),
+                set(),
                 {p for p in mine if p in notes},
                 force=pending if i == 0 else {},
-                files={*mine, *attachments[i::parts]},
+                files={*mine, *attachments[i::meaning]},
                 all_files=i == 0,
             )
 
@@ -154,8 +166,13 @@ class Sink:
         ) -> int | None:
             return await self.store.embed_ahead(planned.ops, stop, report)
 
+        written = [0]
+
         async def write(planned: _Planned) -> dict[str, int]:
             await self._write(planned, searched=set())
+            written[0] += 1  # slices are written in order
+            if written[0] == meaning and self.on_meaning_ready is not None:
+                self.on_meaning_ready()
             return planned.ops.counts()
 
         steps = Steps(plan, embed, write, stale=lambda a, b: a.forces or a.ops.meets(b.ops))
@@ -164,7 +181,8 @@ class Sink:
         shown, self.store.progress = self.store.progress, None
         self._reconciling = True
         try:
-            done = await run_slices(parts, steps, Tally(parts, shown), self.live)
+            tally = Tally(parts, shown, kinds=((MEANING, meaning), (LINKS, parts - meaning)))
+            done = await run_slices(parts, steps, tally, self.live)
         finally:
             self.store.progress, self._reconciling = shown, False
             self.mapper.keep()
@@ -358,6 +376,10 @@ class Sink:
     async def _write(self, planned: _Planned, searched: set[str]) -> None:
         """Write a planned batch whose texts are embedded: the store, the mirror and the
         search rows of ``searched``, committed together where they can be."""
+        async with self.writing:
+            await self._write_now(planned, searched)
+
+    async def _write_now(self, planned: _Planned, searched: set[str]) -> None:
         ops = planned.ops
         if ops:
             await asyncio.to_thread(self.ledger.set_pending, ops)  # 1.6 s at 13k

@@ -43,15 +43,29 @@ class Outcome:
     seconds: float = 0.0
 
 
+MEANING = "chunks and notes"  # the kinds of text a full reconcile embeds, in order
+LINKS = "links"
+
+
 class Tally:
     """The whole reconcile's embedding progress from its slices' own: a slice that has
-    not reported yet is guessed to embed as much as the mean of those that have (the
-    slices are alike: every ``parts``-th key). A slice embedded again after an edit cut
-    it goes on from what it had done, since those texts are cached."""
+    not reported yet is guessed to embed as much as the mean of those of its kind that
+    have (the slices of a kind are alike: every n-th key). A slice embedded again after
+    an edit cut it goes on from what it had done, since those texts are cached.
 
-    def __init__(self, parts: int, shown: Report | None) -> None:
+    ``kinds``: (name, slices) in slice order, the first kind's slices first. With more
+    than one, ``shown`` also gets ``kinds={name: (done, total)}``, so a reader can say
+    when each kind will be done, not only the whole."""
+
+    def __init__(
+        self,
+        parts: int,
+        shown: Callable[..., None] | None,
+        kinds: tuple[tuple[str, int], ...] = (),
+    ) -> None:
         self.parts = parts
         self.shown = shown
+        self.kinds = tuple((n, k) for n, k in kinds if k) or (("texts", parts),)
         self.done: dict[int, int] = {}
         self.total: dict[int, int] = {}
 
@@ -60,12 +74,35 @@ class Tally:
 
         def report(done: int, total: int) -> None:
             self.done[i], self.total[i] = base + done, base + total
-            if self.shown is not None:
-                known = sum(self.total.values())
-                guess = known / len(self.total) * (self.parts - len(self.total))
-                self.shown(sum(self.done.values()), known + round(guess))
+            if self.shown is None:
+                return
+            by_kind = self.by_kind()
+            done_all = sum(d for d, _ in by_kind.values())
+            total_all = sum(t for _, t in by_kind.values())
+            if len(by_kind) > 1:
+                self.shown(done_all, total_all, kinds=by_kind)
+            else:
+                self.shown(done_all, total_all)
 
         return report
+
+    def by_kind(self) -> dict[str, tuple[int, int]]:
+        """(done, total) of each kind, a total guessed from its slices that reported
+        (a kind none of whose slices has reported yet is guessed as the first kind's
+        mean slice: better than 0, and corrected at its first report)."""
+        out: dict[str, tuple[int, int]] = {}
+        first = 0
+        mean_of_first: float | None = None
+        for name, k in self.kinds:
+            mine = range(first, first + k)
+            totals = [self.total[i] for i in mine if i in self.total]
+            mean = sum(totals) / len(totals) if totals else mean_of_first or 0.0
+            if mean_of_first is None:
+                mean_of_first = mean
+            done = sum(self.done.get(i, 0) for i in mine)
+            out[name] = (done, sum(totals) + round(mean * (k - len(totals))))
+            first += k
+        return out
 
 
 @dataclass
