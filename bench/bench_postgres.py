@@ -25,10 +25,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_store import HashEmbedder
 from pgserver import PGServer
 
 from wikid.sync.index import Index
+from wikid.testing import HashEmbedder
 
 VAULT = Path(__file__).resolve().parents[2] / "shared" / "vaults" / "vaultofknowledge"
 
@@ -43,7 +43,7 @@ async def one(backend: str, vault: Path, url: str, edits: int) -> dict[str, Any]
             Path(tmp) / "wd",
             workspace=f"bench_{backend}",
             backend=backend,
-            embedder=HashEmbedder(),  # type: ignore[arg-type]
+            embedder=HashEmbedder(),
             postgres_url=url,
         )
         report = await idx.sync()

@@ -34,12 +34,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 import recall
 import typedvault
-from bench_store import HashEmbedder
 from genvault import WORDS, generate
 
 from wikid.ask.query import evidence
 from wikid.store.embed import default_embedder
 from wikid.sync.index import Index
+from wikid.testing import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "vaults" / "vaultofknowledge"
@@ -113,7 +113,7 @@ async def main(sizes: list[int], n: int, with_recall: bool) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             vault = Path(tmp) / "gen"
             generate(vault, size)
-            idx = await Index.open(vault, Path(tmp) / "wd", embedder=HashEmbedder())  # type: ignore[arg-type]
+            idx = await Index.open(vault, Path(tmp) / "wd", embedder=HashEmbedder())
             await idx.sync()
             idx.store.embedder = default_embedder()  # same model id: queries embed for real
             qs = [

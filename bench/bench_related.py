@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 import recall
 import typedvault
-from bench_store import HashEmbedder
 from genvault import generate
 
 from wikid.server import api
 from wikid.sync.index import Index
+from wikid.testing import HashEmbedder
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "vaults"
 

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_store import HashEmbedder
 from genvault import generate
 
 from wikid.store.sqlite_backend import DB_FILE
 from wikid.sync import restart
 from wikid.sync.index import Index
+from wikid.testing import HashEmbedder
 
 
 def _age(files: list[Path], hours: float) -> None:
@@ -45,7 +45,7 @@ async def _start(vault: Path, wd: Path, fake: HashEmbedder, full: bool = False) 
         with sqlite3.connect(db) as conn:
             conn.execute("UPDATE meta SET value='' WHERE key=?", (restart.META_KEY,))
     t = time.perf_counter()
-    idx = await Index.open(vault, wd, embedder=fake)  # type: ignore[arg-type]
+    idx = await Index.open(vault, wd, embedder=fake)
     try:
         report = await idx.sync()
     finally:

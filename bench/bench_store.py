@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import os
 import resource
@@ -30,32 +29,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).parent))
 from genvault import generate
 
 from wikid.store.embed import default_embedder
 from wikid.sync.index import Index
-
-
-class HashEmbedder:
-    """Deterministic unit vectors from text hashes: costs microseconds, so what is timed
-    is the store. (Same dimension and model id as MiniLM, so nothing else changes.)"""
-
-    def __init__(self) -> None:
-        real = default_embedder()
-        self.model_id, self.dim, self.max_tokens = real.model_id, real.dim, real.max_tokens
-        self.texts: list[str] = []
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        self.texts.extend(texts)
-        out = np.empty((len(texts), self.dim), np.float32)
-        for i, t in enumerate(texts):
-            seed = int.from_bytes(hashlib.md5(t.encode()).digest()[:8], "little")
-            v = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
-            out[i] = v / np.linalg.norm(v)
-        return out
+from wikid.testing import HashEmbedder
 
 
 def du(path: Path) -> int:
@@ -70,7 +49,7 @@ async def one(backend: str, n: int, edits: int) -> dict[str, Any]:
         paths = generate(vault, n)
         fake = HashEmbedder()
         t = time.perf_counter()
-        idx = await Index.open(vault, wd, backend=backend, embedder=fake)  # type: ignore[arg-type]
+        idx = await Index.open(vault, wd, backend=backend, embedder=fake)
         await idx.sync()
         cold = time.perf_counter() - t
         times = []

@@ -5,42 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
-from wikid.core.delta import Delta
-from wikid.core.graph import VaultGraph
+from wikid.testing import Snapshot, assert_same, replay, snapshot
 
-Snapshot = tuple[dict[str, dict[str, Any]], dict[tuple[str, str, str], dict[str, Any]]]
-
-
-def snapshot(vg: VaultGraph) -> Snapshot:
-    nodes = {n: dict(d) for n, d in vg.g.nodes(data=True)}
-    edges = {(u, v, k): dict(d) for u, v, k, d in vg.g.edges(keys=True, data=True)}
-    return nodes, edges
-
-
-def replay(before: Snapshot, delta: Delta) -> Snapshot:
-    """What a consumer that only sees deltas would hold afterwards."""
-    nodes = {n: dict(d) for n, d in before[0].items()}
-    edges = {k: dict(d) for k, d in before[1].items()}
-    for n in delta.nodes_removed:
-        nodes.pop(n)
-    nodes.update(delta.nodes_added)
-    nodes.update(delta.nodes_changed)
-    for e in delta.edges_removed:
-        edges.pop(e)
-    edges.update(delta.edges_added)
-    edges.update(delta.edges_changed)
-    return nodes, edges
-
-
-def assert_same(a: Snapshot, b: Snapshot) -> None:
-    """Equal node for node and edge for edge, with a readable first difference."""
-    for n in sorted(set(a[0]) | set(b[0])):
-        assert a[0].get(n) == b[0].get(n), f"node {n!r}: {a[0].get(n)} != {b[0].get(n)}"
-    for e in sorted(set(a[1]) | set(b[1])):
-        assert a[1].get(e) == b[1].get(e), f"edge {e!r}: {a[1].get(e)} != {b[1].get(e)}"
-
+__all__ = ["Snapshot", "assert_same", "replay", "snapshot"]
 
 def write(root: Path, rel: str, text: str) -> None:
     path = root / rel

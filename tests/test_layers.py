@@ -23,6 +23,9 @@ from daemontools import DaemonProc
 PKG = Path(__file__).resolve().parents[1] / "wikid"
 LAYERS = ("core", "store", "sync", "ask", "server", "cli")
 LEAVES = {"wikid.config", "wikid.client", "wikid._lean"}
+# Outside the layers, for tests, benchmarks and users' own tests: it may import any
+# layer, and no wikid module may import it.
+HELPERS = {"wikid.testing"}
 HEAVY = ("lightrag", "numpy", "networkx", "aiohttp", "tiktoken", "onnxruntime")
 MAX_LINES = 500
 
@@ -119,6 +122,9 @@ def test_layers_point_inward() -> None:
         if module in LEAVES:
             wrong += [f"{module} (a leaf) imports {d}" for d in sorted(deps)]
             continue
+        wrong += [f"{module} imports the test helper {d}" for d in sorted(deps & HELPERS)]
+        if module in HELPERS:
+            continue
         mine = _layer(module)
         for dep in sorted(deps):
             theirs = _layer(dep)
@@ -184,6 +190,20 @@ def _loaded_by(
     )
     last = proc.stderr.strip().splitlines()[-1]
     return list(json.loads(last))
+
+
+def test_the_declared_api_is_light() -> None:
+    """``from wikid import request`` (the declared client API) loads none of the heavy
+    libraries, and ``wikid.testing``'s embedder is MiniLM's shape without the model."""
+    code = "from wikid import DaemonNotRunning, RemoteError, request\nassert callable(request)"
+    assert _loaded_by(code) == []
+    import wikid
+    from wikid.store.embed import MINILM_DIM
+    from wikid.testing import HashEmbedder
+
+    assert set(wikid.__all__) == {"__version__", "request", "DaemonNotRunning", "RemoteError"}
+    vectors = HashEmbedder().embed(["a", "b", "a"])
+    assert vectors.shape == (3, MINILM_DIM) and (vectors[0] == vectors[2]).all()
 
 
 def test_client_help_imports_nothing_heavy() -> None:

@@ -1,8 +1,16 @@
-"""wikid: keep a LightRAG graph-RAG index of an Obsidian vault fresh."""
+"""wikid: keep a LightRAG graph-RAG index of an Obsidian vault fresh.
+
+The declared Python API is the client of a running daemon: ``request(socket, op,
+**args)`` and its two errors. They are loaded on first use (PEP 562), so ``import
+wikid`` stays as light as the thin CLI needs: no LightRAG, numpy or networkx.
+``wikid.testing`` holds helpers for tests and benchmarks."""
 
 import os
+from typing import Any
 
 __version__ = "0.2.0"
+__all__ = ["DaemonNotRunning", "RemoteError", "__version__", "request"]
+
 
 # LightRAG's modules call load_dotenv(".env") when imported: a .env in whatever
 # folder wikid happens to start in would silently override its settings (a
@@ -13,3 +21,13 @@ os.environ.setdefault("PYTHON_DOTENV_DISABLED", "1")
 from wikid._lean import keep_out
 
 keep_out()
+
+_CLIENT = ("DaemonNotRunning", "RemoteError", "request")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CLIENT:
+        from wikid import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'wikid' has no attribute {name!r}")

@@ -206,7 +206,7 @@ class Index:
         the salience filter skips is kept for status)."""
         if self.extractor is None:
             return [], False
-        jobs, self.skipped = self.sink.extraction_jobs(self.extractor.settings.threshold)
+        jobs, self.skipped = self.sink.jobs.pick(self.extractor.settings.threshold)
         due = [j for j in jobs if self.extractor.due(j)]
         if limit is not None and len(due) > limit:
             return due[:limit], True

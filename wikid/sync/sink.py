@@ -27,14 +27,13 @@ from wikid.core.delta import Delta
 from wikid.core.graph import VaultGraph
 from wikid.core.note import Note
 from wikid.store.heap import trim
-from wikid.store.ids import doc_id, text_hash
+from wikid.store.ids import doc_id
 from wikid.store.ledger import FileRow, Ops, mirror_form
 from wikid.store.rag import Store
 from wikid.sync import restart
-from wikid.sync.extract import Job
 from wikid.sync.implicit import IMPLICIT, ImplicitIndex, fold, node_of
+from wikid.sync.jobs import ExtractionJobs
 from wikid.sync.records import Mapper, pair
-from wikid.sync.salience import score
 from wikid.sync.search import SearchIndex
 from wikid.sync.slices import LINKS, MEANING, Live, Steps, Tally
 from wikid.sync.slices import run as run_slices
@@ -110,7 +109,7 @@ class Sink:
         self.writing = asyncio.Lock()
         self.live: Live | None = None  # the daemon's edits, let in during a full reconcile
         self._reconciling = False
-        self._salience: dict[str, dict[str, float]] = {}  # note -> chunk id -> score
+        self.jobs = ExtractionJobs(vg, self.mapper, store.ledger, self.implicit)
 
     # -- entry points -----------------------------------------------------------
 
@@ -199,7 +198,7 @@ class Sink:
         if self.implicit.enabled:
             gone = {p: None for p in self.implicit.by_note if p not in self.vg.notes}
             self.implicit.set_notes(gone | {p: self.mapper.chunks(p) for p in self.vg.notes})
-            self._salience.clear()
+            self.jobs.forget_all()
         implicit_nodes, implicit_pairs = self.implicit.owners()
         nodes = set(self.vg.g.nodes) | self.ledger.all_nodes() | implicit_nodes
         pairs = {pair(u, v) for u, v in self.vg.g.edges()} | self.ledger.all_pairs()
@@ -280,7 +279,7 @@ class Sink:
             {p: self.mapper.chunks(p) if p in self.vg.notes else None for p in notes}
         )
         for p in notes:  # a chunk's salience depends on its siblings
-            self._salience.pop(p, None)
+            self.jobs.forget(p)
         folds |= namer.refolded
         namer.refolded.clear()
         fold_pairs |= self.implicit.around(folds)
@@ -290,62 +289,6 @@ class Sink:
                 fold_pairs.add(pair(fold(fa), fold(fb)))
         nodes.update(node_of(f) for f in folds)
         pairs.update(pair(node_of(a), node_of(b)) for a, b in fold_pairs)
-
-    # -- extraction jobs -----------------------------------------------------------
-
-    def extraction_jobs(self, threshold: float) -> tuple[list[Job], int]:
-        """The chunks to send to the LLM (no cached extraction, salient enough), and
-        how many the salience filter skips."""
-        missing = self.implicit.missing
-        by_note: dict[str, list[Chunk]] = {}
-        for c in missing.values():
-            by_note.setdefault(c.note, []).append(c)
-        jobs: list[Job] = []
-        skipped = 0
-        for path in sorted(by_note):
-            if path not in self.vg.notes:
-                continue
-            scores = self._salience.get(path)
-            if scores is None:
-                scores = self._salience[path] = self._scores(path, by_note[path])
-            for c in sorted(by_note[path], key=lambda c: c.order):
-                if scores[c.id] < threshold:
-                    skipped += 1
-                else:
-                    jobs.append(self._job(c))
-        return jobs, skipped
-
-    def _scores(self, path: str, chunks: list[Chunk]) -> dict[str, float]:
-        """Salience of ``chunks`` of note ``path``, each against its siblings (their
-        vectors read from the embedding cache once for the note)."""
-        hashes = {s.id: text_hash(s.content) for s in self.mapper.chunks(path)}
-        vecs = self.ledger.vectors(hashes.values())
-        return {
-            c.id: score(
-                c.content,
-                vecs.get(hashes.get(c.id, "")),
-                [vecs[h] for cid, h in hashes.items() if cid != c.id and h in vecs],
-            )
-            for c in chunks
-        }
-
-    def _job(self, c: Chunk) -> Job:
-        """The chunk and its structure header: the note's entity, type and tags, and
-        the links this chunk states, marked as already known."""
-        path = c.note
-        note = self.vg.notes[path]
-        me = self.mapper.name(path)
-        known = sorted(
-            {
-                self.mapper.name(v)
-                for _, v, data in self.vg.g.out_edges(path, data=True)
-                if v != path and self.mapper.evidence_id(path, data) == c.id
-            }
-        )
-        tags = f"; tags: {', '.join('#' + t for t in note.tags)}" if note.tags else ""
-        header = f'note entity "{me}" (type: {note.type or "note"}{tags}). Known from links: '
-        header += "; ".join(f"{me} — {k}" for k in known) if known else "none"
-        return Job(text_hash(c.content), c.id, path, c.content, header + ".")
 
     # -- the batch ----------------------------------------------------------------
 
