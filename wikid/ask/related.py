@@ -34,6 +34,7 @@ from wikid.ask.fuse import Ranked, fuse
 from wikid.ask.walk import meaning_of
 from wikid.core.chunk import is_boilerplate, is_placeholder
 from wikid.core.graph import GHOST, TAG, VaultGraph
+from wikid.store.embed import normalized
 
 if TYPE_CHECKING:
     from wikid.sync.index import Index
@@ -223,12 +224,12 @@ async def _fill(
     mine = [(c, line) for c, line in zip(ids, lines, strict=True) if c in vectors]
     if not mine:
         return
-    m = _unit(np.stack([vectors[c] for c, _ in mine]))
+    m = normalized(np.stack([vectors[c] for c, _ in mine]))
     sims = {}
     for p, cs in theirs.items():
         have = [c for c in cs if c in vectors]
         if have:
-            sims[p] = (have, _unit(np.stack([vectors[c] for c in have])) @ m.T)  # theirs x mine
+            sims[p] = (have, normalized(np.stack([vectors[c] for c in have])) @ m.T)  # theirs x mine
     for _ in range(3):  # a best pair on boilerplate gives way to the next best
         best = {p: np.unravel_index(int(np.argmax(s)), s.shape) for p, (_, s) in sims.items()}
         chunk = {p: sims[p][0][i] for p, (i, _) in best.items() if sims[p][1][i].max() > -2}
@@ -254,10 +255,6 @@ async def _texts(index: Index, pairs: list[_Near]) -> None:
     for n, row in zip(blank, rows, strict=True):
         n.text = (row or {}).get("content", "")
 
-
-def _unit(m: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=1, keepdims=True)
-    return m / np.where(norms == 0, 1.0, norms)
 
 
 def _by_graph(vg: VaultGraph, path: str) -> tuple[dict[str, _Graph], set[str]]:

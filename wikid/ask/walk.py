@@ -30,6 +30,7 @@ import numpy as np
 
 from wikid.core.graph import BODY_KINDS, CANVAS_KINDS, TAG, VaultGraph
 from wikid.core.words import content_words, terms, words
+from wikid.store.embed import normalized
 
 LINK_KINDS = BODY_KINDS | CANVAS_KINDS  # edges that state no typed relation
 BASE = 0.3  # what any edge to a seed is worth; a typed edge that matches adds to it
@@ -78,7 +79,7 @@ class Meaning:
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of ``texts`` (a question's words), not kept."""
-        return _unit(self._embed(list(texts))) if texts else np.zeros((0, 1), np.float32)
+        return normalized(self._embed(list(texts))) if texts else np.zeros((0, 1), np.float32)
 
     def nearest(self, words: np.ndarray, label: str) -> int | None:
         """The row of ``words`` closest to ``label`` (embedded by ``best`` already)."""
@@ -94,7 +95,7 @@ class Meaning:
         if len(self._memo) + len(new) > self.KEEP:
             self._memo.clear()
         for x in new:  # one at a time: an HTTP embedder's vector may depend on its batch
-            self._memo[x] = _unit(self._embed([humane(x)]))[0]
+            self._memo[x] = normalized(self._embed([humane(x)]))[0]
         sims = words @ np.stack([self._memo[x] for x in wanted]).T
         return {x: float(s) for x, s in zip(wanted, sims.max(axis=0), strict=True)}
 
@@ -107,12 +108,6 @@ def meaning_of(embed: Callable[[list[str]], np.ndarray], model_id: str) -> Meani
     model only, so one memo per model serves the walk's labels and related notes'
     titles alike."""
     return Meaning(embed, _MEMOS.setdefault(model_id, {}))
-
-
-def _unit(m: np.ndarray) -> np.ndarray:
-    out: np.ndarray = np.asarray(m, np.float32)
-    out = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
-    return out
 
 
 def humane(label: str) -> str:

@@ -35,15 +35,9 @@ import xxhash
 
 from wikid.store._ann import Ann, Graph, copy_rows, hashes, min_rows
 from wikid.store._int8_rows import FileRows, HeapRows
+from wikid.store.embed import normalized
 
 log = structlog.get_logger("wikid.store")
-
-
-def normalized(m: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(m, axis=-1, keepdims=True)
-    norms[norms == 0] = 1.0
-    out: np.ndarray = (m / norms).astype(np.float32)
-    return out
 
 
 # Rows widened to float32 at a time while scoring: 1.5 MB, cache-sized (as fast as 4,096

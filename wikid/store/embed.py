@@ -38,6 +38,16 @@ MINILM_MAX_TOKENS = 256
 MODEL_SHA256 = "9e80251537633bab7d98c9a4f07070371d83f1d28e6994a1f5d93c53de3c5454"
 
 
+def normalized(m: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (a zero row stays zero), as float32: what a cosine
+    is taken of, for stored vectors and questions alike. One definition for every
+    layer: the walk and related notes each had their own copy."""
+    norms = np.linalg.norm(m, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: np.ndarray = (m / norms).astype(np.float32)
+    return out
+
+
 class EmbeddingError(RuntimeError):
     """The embedding model is missing, altered or unreachable."""
 

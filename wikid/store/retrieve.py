@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from wikid.store._vector_index import normalized
+from wikid.store.embed import normalized
 from wikid.store.ids import split_sources
 
 LOCAL = ("local", "hybrid", "mix")  # modes that search entities by the low-level keywords

@@ -40,7 +40,8 @@ from lightrag.base import BaseVectorStorage
 from lightrag.utils import compute_mdhash_id, validate_workspace
 
 from wikid.store._sqlite import Connection, in_batches
-from wikid.store._vector_index import VectorIndex, normalized
+from wikid.store._vector_index import VectorIndex
+from wikid.store.embed import normalized
 from wikid.store.sqlite_backend import Connected
 
 log = structlog.get_logger("wikid.store")
