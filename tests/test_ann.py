@@ -184,6 +184,48 @@ def test_a_kill_mid_build_leaves_a_store_that_reads_back_and_builds_again(
     assert index.searched_by_graph
 
 
+_EXITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    import numpy as np
+    from wikid.store._vector_index import VectorIndex, normalized
+    rng = np.random.default_rng(3)
+    index = VectorIndex(384, Path(sys.argv[1]))
+    vecs = normalized(rng.standard_normal((20000, 384)).astype(np.float32))
+    index.put([f"id{i}" for i in range(20000)], vecs)  # starts a build of ~5 s
+    time.sleep(0.5)
+    if sys.argv[2] == "close":
+        t = time.monotonic()
+        index.stop_building()
+        print(f"stopped {time.monotonic() - t:.2f}", flush=True)
+    # else: exit with the build running
+    """
+)
+
+
+def test_a_close_or_an_exit_mid_build_stops_it_and_exits_cleanly(
+    tmp_path: Path, few_rows: None
+) -> None:
+    """A thread still inside usearch when the interpreter exits aborted the process
+    (exit 134: a daemon stopped during a build). A closing store stops its build within
+    ``ADD_ROWS`` rows, and an exit stops it too (atexit): exit 0, no graph, no leftovers."""
+    for how in ("close", "exit"):
+        rows = tmp_path / how / "v.i8"
+        rows.parent.mkdir()
+        done = subprocess.run(
+            [sys.executable, "-c", _EXITER, str(rows), how],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "WIKID_ANN_MIN_ROWS": "500"},
+            timeout=120,
+        )
+        assert done.returncode == 0, (how, done.returncode, done.stderr[-2000:])
+        if how == "close":
+            assert float(done.stdout.split()[1]) < 3.0, done.stdout  # not the whole build
+        assert not (rows.parent / "v.hnsw").exists() and not list(rows.parent.glob("*.part"))
+
+
 _OPENER = textwrap.dedent(
     """
     import sys

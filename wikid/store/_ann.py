@@ -25,10 +25,12 @@ them back to its rows.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +61,23 @@ EXPANSION_SEARCH = 160
 # One graph is built at a time in a process: each holds its rows and links in the heap
 # until it is saved (~0.8 KB a row), and three at once would be three such peaks.
 _BUILDING = threading.Lock()
+# Rows added per call, between which a build looks whether it must stop: ~0.6 s of
+# work at 13k notes. Why it must stop: a thread still inside usearch's C++ when the
+# interpreter exits is unwound by pthread_exit through a noexcept frame, and the
+# process aborts (exit 134, measured: a stop or an exit during a build).
+ADD_ROWS = 1024
+_LIVE: weakref.WeakSet[Ann] = weakref.WeakSet()  # every Ann with a build running
+
+
+class _Stopped(Exception):
+    """A build was told to stop (the process is closing its store or exiting)."""
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Before the interpreter tears threads down: stop and join every running build."""
+    for ann in list(_LIVE):
+        ann.stop()
 
 
 def min_rows() -> int:
@@ -118,7 +137,7 @@ class Graph:
         return [found.keys]  # one query: usearch answers with its matches alone
 
 
-@dataclass
+@dataclass(eq=False)  # hashable by identity: ``_LIVE`` holds it
 class Ann:
     """The graph of a vector index, if one is built, and what changed since.
 
@@ -133,6 +152,8 @@ class Ann:
     pending: set[int] | None = None  # keys changed since a running build's snapshot
     last_change: float = 0.0
     builds: int = 0  # graphs built by this process (tests read it)
+    _halt: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
 
     def __post_init__(self) -> None:
         # What a build killed midway left (its copy of the rows, its unfinished file),
@@ -161,7 +182,7 @@ class Ann:
     def due(self, rows: int) -> bool:
         """A new graph is worth building: enough rows, changes since the last, none
         running; and the rows quiet, or the changes as many as the graph's rows."""
-        if self.pending is not None or rows < min_rows():
+        if self.pending is not None or rows < min_rows() or self._halt.is_set():
             return False
         if self.graph is None:
             changed = rows
@@ -178,9 +199,20 @@ class Ann:
         into = self._part("rows")
         keys, n, dim = snapshot(into)
         self.pending = set()
-        threading.Thread(
+        self._thread = threading.Thread(
             target=self._build, args=(into, keys, n, dim), name="wikid-ann", daemon=True
-        ).start()
+        )
+        _LIVE.add(self)
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop a running build at its next ``ADD_ROWS`` and wait for it: what it had
+        done is dropped, and the changes since the graph stand (the next start, or the
+        next quiet moment, builds again). Builds no more after."""
+        self._halt.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def _build(self, rows_file: Path, keys: np.ndarray, n: int, dim: int) -> None:
         from usearch.index import Index
@@ -198,17 +230,21 @@ class Ann:
                     expansion_search=EXPANSION_SEARCH,
                 )
                 rows = np.memmap(rows_file, np.int8, "r", shape=(n, dim))
-                for i in range(0, n, 16_384):
+                for i in range(0, n, ADD_ROWS):
+                    if self._halt.is_set():
+                        raise _Stopped
                     # One thread: usearch's parallel add made a graph whose recall@10
                     # varied from run to run (0.98-1.00 on tasks-docs' 252 entities;
                     # one thread: 1.00 in every run), and the other core stays the
                     # daemon's.
-                    index.add(keys[i : i + 16_384], rows[i : i + 16_384], threads=1)
+                    index.add(keys[i : i + ADD_ROWS], rows[i : i + ADD_ROWS], threads=1)
                 del rows
                 index.save(str(tmp))
                 del index
             os.replace(tmp, self.path)
             graph = Graph.view(self.path)
+        except _Stopped:
+            graph = None
         except (OSError, ValueError, RuntimeError) as exc:  # a full disk, a stray key
             log.warning("vector search graph not built", file=str(self.path), error=str(exc))
             graph = None
@@ -227,6 +263,7 @@ class Ann:
                 self.dirty |= self.pending
                 self.last_change = time.monotonic() + 60.0  # no retry in a tight loop
             self.pending = None
+        _LIVE.discard(self)
         if graph is not None:
             log.info("vector search graph built", file=str(self.path), rows=n, s=round(took, 1))
 

@@ -157,6 +157,13 @@ class VectorIndex:
         copy_rows(self._mat.path, into)
         return self._hash[: self._n].copy(), self._n, self.dim
 
+    def stop_building(self) -> None:
+        """No more graphs in this process: a running build stops within ``ADD_ROWS``
+        rows and is waited for (a closing store; called without the lock, which the
+        build takes to finish)."""
+        if self._ann is not None:
+            self._ann.stop()
+
     def wait_for_graph(self, timeout: float = 60.0) -> None:
         """Until no graph is being built (tests and benchmarks)."""
         if self._ann is not None:

@@ -78,6 +78,8 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
         self._load()
 
     async def finalize(self) -> None:
+        if self._index is not None:  # no build may outlive the store (nor the process)
+            await asyncio.to_thread(self._index.stop_building)
         if self._db is not None and not self.db.read_only and not self.db.in_transaction:
             await asyncio.to_thread(self._save)
         await super().finalize()
