@@ -15,6 +15,12 @@ import os
 from pathlib import Path
 
 LOCK_FILE = "wikid.lock"
+_HELD: set[str] = set()  # the folders whose lock this process holds
+
+
+def held(folder: Path) -> bool:
+    """Does this process hold the writer lock of the store in ``folder``?"""
+    return str(folder.resolve()) in _HELD
 
 
 class StoreBusy(RuntimeError):
@@ -37,9 +43,12 @@ class StoreLock:
             ) from None
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, str(os.getpid()).encode(), 0)
+        self._folder = str(folder.resolve())
+        _HELD.add(self._folder)
 
     def release(self) -> None:
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
             self._fd = None
+            _HELD.discard(getattr(self, "_folder", ""))
