@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from wikid.config import DEFAULT_BACKEND
+from wikid.store.backends import find_workspaces, ledger_file
 from wikid.store.export import export_store
 from wikid.store.ledger import Ledger
-from wikid.store.rag import find_workspaces, ledger_file
 from wikid.sync.index import Index
 
 _counter = itertools.count()

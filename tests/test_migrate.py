@@ -12,8 +12,8 @@ from pathlib import Path
 
 from storetools import assert_same_store, fresh_export
 
+from wikid.store.backends import LEDGER_FILE, find_workspaces
 from wikid.store.export import export_store
-from wikid.store.rag import LEDGER_FILE, find_workspaces
 from wikid.store.sqlite_backend import DB_FILE
 from wikid.sync.index import Index
 

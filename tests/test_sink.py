@@ -24,10 +24,10 @@ from storetools import assert_same_store, fresh_export, props_rows, unique_works
 from test_graph_invariant import _apply, bodies, canvas_ops, canvas_paths, canvases, ops, paths
 
 from wikid.config import BACKENDS, DEFAULT_BACKEND
-from wikid.store import rag as rag_module
+from wikid.store import vector_texts
+from wikid.store.backends import find_workspaces
 from wikid.store.embed import default_embedder
 from wikid.store.export import export_store
-from wikid.store.rag import find_workspaces
 from wikid.sync import records as records_module
 from wikid.sync import sink as sink_module
 from wikid.sync.index import Index
@@ -377,7 +377,7 @@ def test_a_store_of_older_vector_texts_starts_over_and_keeps_its_cached_vectors(
             await idx.close()
 
     with monkeypatch.context() as m:
-        m.setattr(rag_module, "ENTITY_WORDS", 3)
+        m.setattr(vector_texts, "ENTITY_WORDS", 3)
         first, _ = asyncio.run(sync(older=True))
     second, after = asyncio.run(sync())
     assert second["start"] != "parse cache"

@@ -29,8 +29,8 @@ from storetools import (
 from test_real_vaults import _random_edits
 
 from wikid.ask import query as wq
+from wikid.store.backends import ledger_file
 from wikid.store.export import export_store
-from wikid.store.rag import ledger_file
 from wikid.sync.index import Index
 
 pytestmark = pytest.mark.slow

@@ -28,10 +28,10 @@ from wikid.server.notify import more_descriptors, notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
 from wikid.server.status import status_reply
 from wikid.server.watcher import Watcher
+from wikid.store.backends import warm
 from wikid.store.embed import import_runtime
 from wikid.store.heap import freeze_long_lived
 from wikid.store.lock import StoreBusy
-from wikid.store.rag import warm
 from wikid.sync.index import Index, VaultMissing
 from wikid.sync.slices import Live, Stopped
 

@@ -15,8 +15,9 @@ from typing import Any
 import networkx as nx
 
 from wikid.store import postgres
+from wikid.store.backends import find_workspaces
 from wikid.store.ids import SEP, split_sources
-from wikid.store.rag import Store, find_workspaces
+from wikid.store.rag import Store
 
 VOLATILE = {"created_at", "updated_at", "id", "source", "target"}
 

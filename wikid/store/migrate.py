@@ -23,8 +23,8 @@ from lightrag.kg.networkx_impl import NetworkXStorage
 from nano_vectordb import NanoVectorDB
 
 from wikid.store._sqlite import Database
+from wikid.store.backends import LEDGER_FILE
 from wikid.store.ledger import SCHEMA as LEDGER_SCHEMA
-from wikid.store.rag import LEDGER_FILE
 from wikid.store.sqlite_backend import DB_FILE, SCHEMA
 
 LEDGER_TABLES = ("meta", "notes", "entities", "relations", "chunks", "docs", "vectors", "pending")

@@ -14,7 +14,6 @@ No LLM is ever called from here: the configured LLM function raises, and
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,29 +24,16 @@ from typing import Any
 
 import numpy as np
 from lightrag import LightRAG
-from lightrag.utils import EmbeddingFunc, Tokenizer
+from lightrag.utils import EmbeddingFunc
 
-from wikid.config import BACKENDS, DEFAULT_BACKEND
-from wikid.store import postgres, sqlite_backend, tokens
+from wikid.config import DEFAULT_BACKEND
+from wikid.store import postgres, tokens
+from wikid.store.backends import STORAGE_CLASSES, ledger_file, offline_tokenizer
 from wikid.store.embed import Embedder
 from wikid.store.ids import entity_vdb_id, relation_vdb_id, text_hash
 from wikid.store.ledger import Ledger, Ops
-from wikid.store.llm import import_client
+from wikid.store.vector_texts import VECTOR_TEXTS, vector_rows
 
-sqlite_backend.register()
-
-STORAGE_CLASSES = {
-    # backend name (config.BACKENDS): (kv, vector, graph, doc_status)
-    "sqlite": sqlite_backend.class_names(),
-    "lightrag-files": (
-        "JsonKVStorage",
-        "NanoVectorDBStorage",
-        "NetworkXStorage",
-        "JsonDocStatusStorage",
-    ),
-    "postgres": postgres.CLASS_NAMES,
-}
-assert tuple(STORAGE_CLASSES) == BACKENDS
 # Texts per model call while a batch embeds ahead: an edit waiting behind a cold
 # backlog is let in when the call ends (Sink.Live). 64 is ~0.2 s on 2 cores (256
 # was ~0.9 s: half of an edit's wait then), at the same texts a second.
@@ -56,25 +42,6 @@ EMBED_CALL = 64
 # big batch (a slice of a cold start) is written in parts, with the loop let in
 # between (status, links and search answer meanwhile; the transaction stays one).
 WRITE_ROWS = 250  # ~50 ms of storage work at 13k (1,000 rows: up to 190 ms measured)
-LEDGER_FILE = "wikid-ledger.sqlite"  # beside the stock files; the SQLite store holds its own
-
-
-def ledger_file(backend: str) -> str:
-    """The sqlite backend keeps the ledger in the store's own file: one transaction
-    covers both."""
-    if backend == "postgres":
-        return postgres.LEDGER_FILE
-    return sqlite_backend.DB_FILE if backend == "sqlite" else LEDGER_FILE
-
-
-def find_workspaces(workdir: Path) -> dict[str, str]:
-    """Workspaces under a working dir, with the backend each was built with."""
-    found = {p.parent.name: "lightrag-files" for p in workdir.glob(f"*/{LEDGER_FILE}")}
-    found |= {p.parent.name: "sqlite" for p in workdir.glob(f"*/{sqlite_backend.DB_FILE}")}
-    found |= {p.parent.name: "postgres" for p in workdir.glob(f"*/{postgres.LEDGER_FILE}")}
-    return found
-
-
 logging.getLogger("lightrag").setLevel(logging.WARNING)
 logging.getLogger("nano-vectordb").setLevel(logging.WARNING)
 
@@ -86,41 +53,8 @@ EDGE_FIELDS = ("weight", "description", "keywords", "source_id", "file_path", "o
 NODE_DEFAULTS = {"origin": "", "title": "", "tags": ""}  # fields not every entity record has
 
 
-ENTITY_WORDS = 32  # of an entity's description, in its vector (see Store._vector_rows)
-# Which texts the vectors of entities and relations embed: a store built with others
-# starts over (its cached vectors kept). "2": the shortened texts of _vector_rows.
-VECTOR_TEXTS = "2"
-
-
-def _opening(description: str) -> str:
-    words = description.split()
-    return " ".join(words[:ENTITY_WORDS]) + (" …" if len(words) > ENTITY_WORDS else "")
-
-
 class LLMForbidden(RuntimeError):
     """Raised by the LLM function wikid gives LightRAG while it has no LLM."""
-
-
-def offline_tokenizer() -> Tokenizer:
-    """LightRAG's token counter: MiniLM's WordPiece, not cl100k (``tokens``: 43 MB)."""
-    return Tokenizer("minilm-wordpiece", tokens.LightRAGTokenizer())
-
-
-def warm(backend: str, llm: bool = False) -> None:
-    """Load, in the calling thread, what opening a store would otherwise load on the
-    event loop: the tokenizer and the backend's storage modules, which
-    LightRAG imports in its constructor (a 0.15-0.23 s stall measured), and with
-    ``llm`` the HTTP client (0.1 s, else on the first question). One text is encoded
-    too, as the first count would. The daemon calls it before it
-    listens; ``Index.open`` again, in a worker thread, for every other caller (a
-    second call finds all loaded)."""
-    from lightrag import kg
-
-    offline_tokenizer().encode("wikid")
-    if llm:
-        import_client()
-    for name in STORAGE_CLASSES[backend]:
-        importlib.import_module(kg.STORAGES[name], package="lightrag")
 
 
 class _Shared:
@@ -344,7 +278,7 @@ class Store:
         """(hash, text) of a batch's vector rows that have no cached vector yet."""
         by_hash = {
             text_hash(v["content"]): v["content"]
-            for rows in self._vector_rows(ops)
+            for rows in vector_rows(ops)
             for v in rows.values()
         }
         cached = self.ledger.cached(set(by_hash))
@@ -358,41 +292,6 @@ class Store:
         if cache:
             self.ledger.add_vectors(fresh)
         return fresh
-
-    @staticmethod
-    def _vector_rows(ops: Ops) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-        """(entities, relationships, chunks) vector-store rows of a batch's upserts.
-
-        An entity's vector (its ``content``) embeds its name and the first words of
-        its description (``ENTITY_WORDS``), not the whole: the description is the
-        note's opening, which the note's first chunk embeds already. The graph keeps
-        the description whole; LightRAG reads it there, not from the vector rows.
-        Measured on a generated 10k-note vault: 94 -> 35 tokens an entity (6.5M ->
-        5.7M tokens in all), recall unchanged on the typed vault and on
-        vaultofknowledge. Relations keep their context sentences, although chunks
-        hold them too: without them (keywords and names only, 39 -> ~15 tokens a
-        relation, 3.8M in all) a multi-hop question of vaultofknowledge was lost."""
-        ents = {
-            entity_vdb_id(n): {
-                "content": f"{n}\n{_opening(rec['description'])}",
-                "entity_name": n,
-                **rec,
-            }
-            for n, rec in ops.entity.items()
-            if rec is not None
-        }
-        rels = {
-            relation_vdb_id(rec["src_id"], rec["tgt_id"]): {
-                **rec,
-                "content": f"{rec['keywords']}\t{rec['src_id']}\n{rec['tgt_id']}\n{rec['description']}",
-            }
-            for rec in ops.relation.values()
-            if rec is not None
-        }
-        # The whole chunk record, as stock LightRAG gives it: PGVectorStorage stores
-        # tokens and order too; the others keep only their meta fields.
-        chunks = {k: dict(v) for k, v in ops.chunk.items() if v is not None}
-        return ents, rels, chunks
 
     async def write(self, ops: Ops, now: str) -> None:
         """Apply one batch: deletes, then upserts, then one flush of each storage."""
@@ -456,7 +355,7 @@ class _Rows:
 
 
 def _upsert_rows(ops: Ops, now: str) -> _Rows:
-    ent_rows, rel_rows, chunk_rows = Store._vector_rows(ops)
+    ent_rows, rel_rows, chunk_rows = vector_rows(ops)
     docs = {k: v for k, v in ops.doc.items() if v is not None}
     return _Rows(
         nodes=[

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import structlog
 
-from wikid.store.rag import find_workspaces, ledger_file
+from wikid.store.backends import find_workspaces, ledger_file
 
 log = structlog.get_logger("wikid.store")
 

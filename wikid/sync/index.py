@@ -27,12 +27,13 @@ from wikid.core.chunk import Chunk
 from wikid.core.delta import Delta
 from wikid.core.graph import Changes, VaultGraph
 from wikid.core.vault import Snapshot, VaultOptions, snapshot, vault_present
+from wikid.store.backends import warm
 from wikid.store.cost import CostLedger
 from wikid.store.embed import Embedder, LoadingMiniLM
 from wikid.store.heap import building
 from wikid.store.lock import StoreLock
 from wikid.store.migrate import migrate, needs_migration
-from wikid.store.rag import Store, warm
+from wikid.store.rag import Store
 from wikid.store.relocate import adopt
 from wikid.store.retrieve import chunk_vectors, nearest_chunks, retrieve, similarity
 from wikid.sync import restart
