@@ -107,9 +107,12 @@ class SearchIndex:
         ).fetchone()
         db.conn.executescript(SCHEMA + props.SCHEMA)
         c = db.conn
+        # The searches' own connection (``Database.search_connection``): they run
+        # beside a query's vector searches instead of queueing for the shared one.
+        self._reads = db.search_connection()
         try:  # per connection (temp): an index lookup of how many rows hold a term
             for table in ("fts_notes", "fts_names"):
-                c.execute(
+                self._reads.execute(
                     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_rows "
                     f"USING fts5vocab(main, {table}, 'row')"
                 )
@@ -224,7 +227,7 @@ class SearchIndex:
         stems = {w: _stems(w) for w in words}
         wanted = sorted({t for ts in stems.values() for t in ts})
         found = dict(
-            self.db.conn.execute(
+            self._reads.execute(
                 f"SELECT term, doc FROM temp.{table}_rows WHERE term IN "
                 f"({','.join('?' * len(wanted))})",
                 wanted,
@@ -249,7 +252,7 @@ class SearchIndex:
         is the search. ``among``: only these notes (what filters let through)."""
         words = _words(text)
         if rare_only:
-            (notes,) = self.db.conn.execute("SELECT count(*) FROM fts_ids").fetchone()
+            (notes,) = self._reads.execute("SELECT count(*) FROM fts_ids").fetchone()
             common = max(COMMON_NOTES, notes // 2)
             words = [w for w, n in self.rows_with("fts_notes", words).items() if n <= common]
         expr = _match_expr(words)
@@ -270,7 +273,7 @@ class SearchIndex:
         args.append(k * 4 if tag else k)
         hits = [
             Hit(path, m.pop("title", None) or unspaced(title), unspaced(snippet), -score, m)
-            for path, title, snippet, score, meta in self.db.conn.execute(sql, args)
+            for path, title, snippet, score, meta in self._reads.execute(sql, args)
             for m in [json.loads(meta)]
         ]
         if tag:
@@ -308,7 +311,7 @@ class SearchIndex:
                 for a in asked
             )
 
-        rows = self.db.conn.execute(
+        rows = self._reads.execute(
             "SELECT name, path FROM fts_names WHERE fts_names MATCH ? ORDER BY rank LIMIT 200",
             (expr,),
         ).fetchall()
