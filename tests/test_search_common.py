@@ -48,6 +48,7 @@ def test_a_query_search_leaves_out_words_in_most_notes(tmp_path: Path) -> None:
     assert len(full) == 5  # "budget" matches every note
     rare = search.search(q, 5, rare_only=True)
     assert [h.path for h in rare] == ["Quokka Plan.md"]  # "budget" ranks nothing
+    assert rare[0].snippet == "" and "[" in full[0].snippet  # a retriever needs no snippet
     assert search.search("the budget", 5, rare_only=True) == []  # nothing left to rank by
     assert len(search.search("the budget", 5)) == 5  # a person's search keeps every word
 

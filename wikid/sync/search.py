@@ -249,7 +249,7 @@ class SearchIndex:
     ) -> list[Hit]:
         """BM25's top ``k`` notes. ``rare_only`` (a query's retriever, not a person's
         search): words in over half the notes are left out, and with nothing left, so
-        is the search. ``among``: only these notes (what filters let through)."""
+        is the search; and the hits have no snippet. ``among``: only these notes (what filters let through)."""
         words = _words(text)
         if rare_only:
             (notes,) = self._reads.execute("SELECT count(*) FROM fts_ids").fetchone()
@@ -258,8 +258,13 @@ class SearchIndex:
         expr = _match_expr(words)
         if expr is None:
             return []
+        # A query's retriever reads the notes' paths only: no snippet, which FTS5 makes
+        # for every matching row before the LIMIT (24 -> 16 ms a search at 13k notes).
+        snippet = (
+            "''" if rare_only else f"snippet(fts_notes, 5, '[', ']', ' … ', {SNIPPET_TOKENS})"
+        )
         sql = (
-            f"SELECT path, title, snippet(fts_notes, 5, '[', ']', ' … ', {SNIPPET_TOKENS}), "
+            f"SELECT path, title, {snippet}, "
             f"bm25(fts_notes, {WEIGHTS}), meta FROM fts_notes WHERE fts_notes MATCH ?"
         )
         args: list[Any] = [expr]
