@@ -8,6 +8,7 @@ import asyncio
 import json
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +47,27 @@ def _vault(root: Path, n: int = 200) -> Path:
     return root
 
 
+def _statuses(d: DaemonProc, timeout: float = 600, every: float = 0.1) -> Iterator[dict[str, Any]]:
+    """The daemon's status every ``every`` seconds until it is ready (not yielded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            s = d.call("status")
+        except (DaemonNotRunning, ConnectionError, OSError):
+            time.sleep(every)
+            continue
+        if s["ready"]:
+            return
+        yield s
+        time.sleep(every)
+    raise AssertionError("the daemon was not ready in time")
+
+
 def test_links_and_search_answer_while_the_first_sync_embeds(tmp_path: Path) -> None:
     d = DaemonProc(_vault(tmp_path / "vault"), tmp_path).start(wait=False)
     answered_early = 0
     try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            try:
-                s = d.call("status")
-            except (DaemonNotRunning, ConnectionError, OSError):
-                time.sleep(0.1)
-                continue
-            if s["ready"]:
-                break
+        for s in _statuses(d, every=0.2):
             progress = s.get("progress")
             if s["serving"] and progress and progress["done"] < progress["total"]:
                 links = d.call("links", note="N007.md")["links"]
@@ -75,7 +84,6 @@ def test_links_and_search_answer_while_the_first_sync_embeds(tmp_path: Path) -> 
                     assert kin["meaning"].startswith("not yet"), kin
                     assert {r["path"] for r in kin["related"]} == {"N005.md", "N009.md"}
                 answered_early += 1
-            time.sleep(0.2)
         assert d.call("status")["ready"]
         assert answered_early > 0, "nothing was answered before the store was embedded"
         try:
@@ -184,15 +192,7 @@ def test_meaning_search_is_ready_before_the_links_are_embedded(tmp_path: Path) -
     d = DaemonProc(tmp_path / "vault", tmp_path).start(wait=False)
     seen = None
     try:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            try:
-                s = d.call("status")
-            except (DaemonNotRunning, ConnectionError, OSError):
-                time.sleep(0.05)
-                continue
-            if s["ready"]:
-                break
+        for s in _statuses(d, every=0.05):
             if s["serving"] and not s["meaning_ready"]:
                 q = d.call("query", text="how to cut back fruit trees")
                 assert "partial" in q, "a query before meaning search is whole says so"
@@ -201,7 +201,6 @@ def test_meaning_search_is_ready_before_the_links_are_embedded(tmp_path: Path) -
                 q = d.call("query", text="how to cut back fruit trees")
                 kin = d.call("related", note="Orchard.md")
                 seen = (kinds, q, kin)
-            time.sleep(0.05)
         assert d.call("status")["meaning_ready"]
     finally:
         d.stop()
