@@ -20,16 +20,15 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import signal
 import sqlite3
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).parent))
+from bench_scale import start_and_watch
 from daemontools import DaemonProc
 from genvault import generate
 
@@ -49,38 +48,22 @@ def run_until(d: DaemonProc, share: float | None, before: int, total: list[int])
     """Start; kill once ``before`` + this start's embedded texts reach ``share`` of the
     vault's texts (None: run to ready). The first start's progress total is the vault's
     (``total``)."""
-    t0 = time.perf_counter()
-    d.start(wait=False)
-    out: dict[str, Any] = {"serving": None, "meaning": None, "ready": None, "done": 0}
-    while time.perf_counter() - t0 < 7200:
-        try:
-            s = d.call("status")
-        except OSError:
-            time.sleep(0.05)
-            continue
-        now = time.perf_counter() - t0
-        if s["serving"] and out["serving"] is None:
-            out["serving"] = now
-        if s.get("meaning_ready") and out["meaning"] is None:
-            out["meaning"] = now
-        if s["ready"]:
-            out["ready"] = now
-            return out
+    done = [0]
+
+    def due(s: dict[str, Any]) -> bool:
         p = s.get("progress") or {}
-        if p.get("total"):
-            if not total:
-                total.append(int(p["total"]))
-            elif before == 0:  # the first start: its total firms up as its slices report
-                total[0] = int(p["total"])
-            out["done"] = int(p["done"])
-            if share is not None and before + out["done"] >= share * total[0]:
-                assert d.proc is not None
-                d.proc.send_signal(signal.SIGKILL)
-                d.proc.wait()
-                out["killed_at"] = now
-                return out
-        time.sleep(0.05)
-    raise AssertionError("never ready")
+        if not p.get("total"):
+            return False
+        if not total:
+            total.append(int(p["total"]))
+        elif before == 0:  # the first start: its total firms up as its slices report
+            total[0] = int(p["total"])
+        done[0] = int(p["done"])
+        return share is not None and before + done[0] >= share * total[0]
+
+    out = start_and_watch(d, timeout=7200, kill_when=due)
+    out["done"] = done[0]
+    return out
 
 
 def main(n: int, vok: bool) -> None:

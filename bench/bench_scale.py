@@ -35,10 +35,12 @@ import json
 import os
 import random
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,10 +84,16 @@ def drop_page_cache() -> None:
 
 
 def start_and_watch(
-    d: DaemonProc, timeout: float = 6 * 3600, edit: Any = None, cold_cache: bool = False
+    d: DaemonProc,
+    timeout: float = 6 * 3600,
+    edit: Any = None,
+    cold_cache: bool = False,
+    kill_when: Callable[[dict[str, Any]], bool] | None = None,
 ) -> dict[str, Any]:
     """Start the daemon; poll status every 50 ms until ready, timing every reply.
-    ``edit()``: called (and timed) every 20 s once serving: edits during the cold sync."""
+    ``edit()``: called (and timed) every 20 s once serving: edits during the cold sync.
+    ``kill_when(status)``: true, and the daemon is killed with SIGKILL there
+    (``killed_at``; ``bench_kill.py``)."""
     if cold_cache:
         drop_page_cache()
     t0 = time.perf_counter()
@@ -110,6 +118,11 @@ def start_and_watch(
             out["meaning"] = now
         if s["ready"]:
             out["ready"] = now
+            return out
+        if kill_when is not None and kill_when(s):
+            d.proc.send_signal(signal.SIGKILL)
+            d.proc.wait()
+            out["killed_at"] = now
             return out
         if edit is not None and s["serving"] and now - last_edit > 20:
             out["cold_edits"] += edit(len(out["cold_edits"]))
