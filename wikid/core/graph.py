@@ -11,46 +11,43 @@ construction, and the work proportional to the change.
 Nodes: notes and attachments (id = vault path), ghosts (``ghost:<target>``),
 tags (``tag:<lowercase name>``). Edges (a MultiDiGraph): one per link, keyed
 by its ordinal in the note, plus one ``tag`` edge per distinct tag.
+
+This module links; its two mixins hold the rest: ``_reading`` reads what changed
+(off the event loop) and ``_held`` decides how much of each note stays in memory.
 """
 
 from __future__ import annotations
 
-import posixpath
 import sys
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
 from wikid.core._groups import Groups
+from wikid.core._held import HeldNotes
+from wikid.core._reading import Changes as Changes  # read() returns it; apply() takes it
+from wikid.core._reading import ReadsChanges
 from wikid.core.conflicts import conflict_of
 from wikid.core.delta import Attrs, Delta, EdgeKey, diff
-from wikid.core.drawing import is_drawing
 from wikid.core.edges import TAG_ATTRS, EdgeAttrs, LinkGraph, edge_key, link_attrs, sparse
-from wikid.core.note import Note, cut_body, digest
+from wikid.core.note import Note
 from wikid.core.payloads import Payloads
 from wikid.core.resolve import FileIndex, alias_key, file_key, link_keys, resolve
 from wikid.core.vault import (
     VaultFilter,
     VaultOptions,
-    file_exists,
     is_canvas,
-    is_note,
-    read_bytes,
-    read_note,
     walk,
 )
 
 GHOST = "ghost:"
-EMPTY = digest(b"")
 # Edge kinds that state no typed relation: a note's body links, embeds and tags, and
 # what a canvas states. Any other kind is a frontmatter property's key.
 BODY_KINDS = frozenset(["link", "embed", "tag"])
 CANVAS_KINDS = frozenset(["canvas", "canvas-edge"])
 TAG = "tag:"
-Changes = tuple[dict[str, Note | None], dict[str, bool]]  # what ``read`` found
 
 
 def _note_attrs(note: Note) -> Attrs:
@@ -70,7 +67,7 @@ def _plain_attrs(kind: str, title: str, path: str | None) -> Attrs:
     return {"kind": kind, "title": title, "aliases": [], "tags": [], "path": path}
 
 
-class VaultGraph:
+class VaultGraph(HeldNotes, ReadsChanges):
     """A vault's wikilink graph plus the indexes that keep it incremental."""
 
     def __init__(self, root: Path | str, options: VaultOptions | None = None) -> None:
@@ -156,123 +153,12 @@ class VaultGraph:
         out.update(self.walk_errors)
         return dict(sorted(out.items()))
 
-    def _read_file(self, path: str) -> Note | None:
-        self.reads += 1
-        return read_note(self.root, path, self.options, self.filter)
-
-    def payload(self, path: str) -> Note:
-        """The note at ``path`` with its payload (links, properties, headings, opening):
-        the graph's own, or for a head (``release``) the parse cache's or the file's."""
-        note = self.notes[path]
-        return note if note.has_payload else self.payloads.of(note)
-
-    def with_body(self, path: str) -> Note:
-        """The note at ``path`` as the graph holds it, with its body: the graph's own,
-        or, for a lean note or a head (``release``), the file read again; a head stays
-        a head (the chunker and a search line need no payload). If the file changed
-        meanwhile, its update is on its way (a watcher event, or a restart's stat):
-        until then the body is the one read now, or empty if the file cannot be read
-        as a note."""
-        note = self.notes[path]
-        if note.body is not None:
-            return note
-        body = self._same_body(note)
-        if body is None:
-            again = self._read_file(path)
-            body = again.body if again is not None and again.body else ""
-        return replace(note, body=body)
-
-    def full(self, path: str) -> Note:
-        """The note at ``path`` with its body and its payload (``with_body``, then
-        ``payload``'s parse-cache row for a head)."""
-        note = self.with_body(path)
-        return note if note.has_payload else self.payloads.of(note)
-
-    def _same_body(self, note: Note) -> str | None:
-        """The body of a plain Markdown note whose file still has the note's digest: its
-        lines after the frontmatter, with no YAML or Markdown parsed again (a query's
-        chunks of ~25 notes cost 1.2 ms a note that way, a third of its time at 13k).
-        None when the file changed, or is a drawing or a canvas (bodies made, not cut)."""
-        if note.rejected or is_canvas(note.path) or is_drawing(note.path):
-            return None
-        self.reads += 1
-        data = read_bytes(self.root, note.path, self.options, self.filter)
-        return None if data is None else cut_body(note, data)
-
-    def release(self, digests: dict[str, str], heads: Iterable[str] = ()) -> None:
-        """Keep lean copies (``Note.lean``: no body) of the notes at these paths, if they
-        still have these digests: the store and the search index now hold their text;
-        and of those in ``heads``, whose parse-cache rows are written too, their heads
-        alone (``Note.head``: the payload is read back through ``payloads``)."""
-        heads = set(heads)
-        for path, held in digests.items():
-            note = self.notes.get(path)
-            if note is not None and note.digest == held:
-                self.notes[path] = note.head() if path in heads else note.lean()
-
     # -- updating -----------------------------------------------------------
 
     def update(self, paths: Iterable[str], confirm_empty: bool = False) -> Delta:
         """Bring the graph in line with the files at ``paths`` (files or folders,
         created, modified, deleted, or either end of a move) and return what changed."""
         return self.apply(self.read(paths, confirm_empty))
-
-    def read(self, paths: Iterable[str], confirm_empty: bool = False) -> Changes:
-        """Read and parse what changed at ``paths``, changing nothing of the graph: the
-        slow half of ``update``, safe to run in a worker thread while the graph is only
-        read. With ``confirm_empty`` a note newly read empty waits for a second read."""
-        notes_new: dict[str, Note | None] = {}
-        attach_new: dict[str, bool] = {}
-        for f in sorted(self._expand(paths)):
-            if is_note(f):
-                note = read_note(self.root, f, self.options, self.filter)
-                self.reads += 1
-                old = self.notes.get(f)
-                if self._doubt(f, note, old, confirm_empty):
-                    continue
-                if note is not None and old is not None and note.digest == old.digest:
-                    # Touched, not changed (or changed too recently to tell: a racy
-                    # stat is None): the new stat is kept, and the dates that default
-                    # to the mtime are written again (``Sink.restamp``).
-                    if note.stat != old.stat or note.stat is None:
-                        self._restat[f] = note.lean()  # (the same text: no body to keep)
-                    continue
-                if note is None and old is None:
-                    continue
-                notes_new[f] = note
-            else:
-                exists = file_exists(self.root, f)
-                if exists != (f in self.attachments):
-                    attach_new[f] = exists
-        if notes_new or attach_new:  # the notes ``apply`` will link again, off its loop
-            again = self._affected(notes_new, attach_new) - notes_new.keys()
-            heads = [self.notes[p] for p in again if p in self.notes]
-            self.payloads.pin(n for n in heads if not n.has_payload)
-        return notes_new, attach_new
-
-    def _doubt(self, path: str, note: Note | None, old: Note | None, confirm: bool) -> bool:
-        """True when this read emptied a note and is not believed yet (see __init__)."""
-        emptied = note is not None and old is not None and note.digest == EMPTY != old.digest
-        if not (confirm and emptied):
-            self._doubted.discard(path)
-            return False
-        if path in self._doubted:  # read empty twice: it is empty
-            self._doubted.discard(path)
-            return False
-        self._doubted.add(path)
-        self._recheck.add(path)
-        return True
-
-    def take_restat(self) -> set[str]:
-        """The notes whose stat ``apply`` renewed with no change of content (and forget)."""
-        out = {p for p, n in self._restat.items() if self.notes.get(p) is n}
-        self._restat.clear()
-        return out
-
-    def take_recheck(self) -> set[str]:
-        """The notes to read again after the quiet window (and forget them)."""
-        out, self._recheck = self._recheck, set()
-        return out
 
     def apply(self, changes: Changes) -> Delta:
         """Apply what ``read`` found: new versions of notes (None: gone) and attachments
@@ -334,23 +220,6 @@ class VaultGraph:
         delta.notes_changed = {f for f, n in notes_new.items() if n is not None}
         delta.notes_removed = {f for f, n in notes_new.items() if n is None}
         return delta
-
-    def _expand(self, paths: Iterable[str]) -> set[str]:
-        out: set[str] = set()
-        for raw in paths:
-            p = posixpath.normpath(str(raw)).lstrip("/")  # a "\\" is part of a POSIX name
-            if p in (".", "") or p.startswith("../") or self.filter.ignored(p):
-                continue
-            full = self.root / p
-            if full.is_dir() and not full.is_symlink():
-                out.update(walk(self.root, self.filter, under=p))
-            else:
-                out.add(p)
-            if p not in self.notes and p not in self.attachments and not file_exists(self.root, p):
-                prefix = p + "/"  # maybe a folder that went away: take what we knew under it
-                out.update(n for n in self.notes if n.startswith(prefix))
-                out.update(a for a in self.attachments if a.startswith(prefix))
-        return out
 
     def _affected(self, notes_new: dict[str, Note | None], attach_new: dict[str, bool]) -> set[str]:
         """Notes whose out-edges must be re-derived."""
