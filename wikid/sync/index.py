@@ -11,7 +11,6 @@ inside.
 from __future__ import annotations
 
 import asyncio
-import functools
 import pickle
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -22,23 +21,22 @@ from typing import Any
 import numpy as np
 import structlog
 
-from wikid.config import DEFAULT_BACKEND, ExtractSettings, default_workdir, workspace_name
+from wikid.config import DEFAULT_BACKEND, ExtractSettings
 from wikid.core.chunk import Chunk
 from wikid.core.delta import Delta
 from wikid.core.graph import Changes, VaultGraph
 from wikid.core.vault import Snapshot, VaultOptions, snapshot, vault_present
-from wikid.store.backends import warm
 from wikid.store.cost import CostLedger
-from wikid.store.embed import Embedder, LoadingMiniLM
+from wikid.store.embed import Embedder
 from wikid.store.heap import building
 from wikid.store.lock import StoreLock
-from wikid.store.migrate import migrate, needs_migration
 from wikid.store.rag import Store
-from wikid.store.relocate import adopt
 from wikid.store.retrieve import chunk_vectors, nearest_chunks, retrieve, similarity
 from wikid.sync import restart
-from wikid.sync.extract import ExtractionCache, Extractor, Job
+from wikid.sync._extracting import Extracting
+from wikid.sync.extract import Extractor
 from wikid.sync.implicit import ImplicitIndex
+from wikid.sync.opening import open_parts
 from wikid.sync.props import Where
 from wikid.sync.search import Hit, exact_names
 from wikid.sync.sink import BatchReport, Sink
@@ -47,17 +45,12 @@ from wikid.sync.slices import Live
 log = structlog.get_logger("wikid.sync.index")
 
 
-def _load_graph(vault: Path, options: VaultOptions | None) -> VaultGraph:
-    with building():
-        return VaultGraph.load(vault, options)
-
-
 class VaultMissing(RuntimeError):
     """The vault's folder is gone or empty while the store holds its notes."""
 
 
 @dataclass
-class Index:
+class Index(Extracting):
     vault: Path
     vg: VaultGraph
     store: Store
@@ -97,65 +90,29 @@ class Index:
         postgres_url: str | None = None,
         adopt_from: Path | None = None,
     ) -> Index:
-        """Open (creating if needed) the store of ``vault`` and load its graph;
-        ``adopt_from``: a store folder under wikid's old naming, moved here if it is
-        this vault's and none is here yet.
+        """Open (creating if needed) the store of ``vault`` and load its graph
+        (``opening.open_parts``, the composition root); ``adopt_from``: a store folder
+        under wikid's old naming, moved here if it is this vault's and none is here yet.
 
         LightRAG keeps each workspace's data in process-wide memory, so within one
         process a workspace name must always mean the same working dir."""
         vault = Path(vault)
-        workdir = Path(workdir) if workdir else default_workdir(vault)
-        workspace = workspace or workspace_name(vault)
-
-        def prepare() -> tuple[StoreLock, bool]:
-            """Files only, in a worker thread: after a reboot one stat of the old store's
-            folder held the event loop 570 ms at 13k notes."""
-            if adopt_from is not None:
-                adopt(adopt_from, workdir / workspace, vault.resolve())
-            lock = StoreLock(workdir / workspace)  # StoreBusy when another writer has it
-            return lock, backend == "sqlite" and needs_migration(workdir / workspace)
-
-        lock, migrating = await asyncio.to_thread(prepare)
+        o = await open_parts(
+            vault,
+            workdir,
+            options=options,
+            embedder=embedder,
+            backend=backend,
+            llm_func=llm_func,
+            workspace=workspace,
+            extraction=extraction,
+            postgres_url=postgres_url,
+            adopt_from=adopt_from,
+        )
         try:
-            if migrating:
-                counts = await asyncio.to_thread(migrate, workdir / workspace)
-                log.info("store migrated from stock files to sqlite", **counts)
-            # The model loads in a thread while the store opens and the parse cache is
-            # read (status answers meanwhile); the open ends once it is loaded.
-            model = embedder or LoadingMiniLM()
-            await asyncio.to_thread(warm, backend)  # tiktoken, storage modules: 0.4 s
-            # In a thread too: creating the store's file (WAL, schema) held the event
-            # loop 560 ms in a first start, and LightRAG's construction takes more.
-            store = await asyncio.to_thread(
-                functools.partial(
-                    Store,
-                    workdir,
-                    workspace,
-                    model,
-                    backend=backend,
-                    llm_func=llm_func,
-                    postgres_url=postgres_url,
-                )
-            )
-            # The parse cache is read while the storages open (the vector matrix loads:
-            # seconds at 13k); a store started over voids what it read.
-            read_cache = functools.partial(
-                restart.plan, store.ledger, vault, options, extraction is not None
-            )
-            over, (plan, reason) = await asyncio.gather(store.open(), asyncio.to_thread(read_cache))
-            if over:  # the ledger was wiped: its parse cache is empty, not an empty vault's
-                plan, reason = None, "the store was started over"
-            if store.ledger.set_aside is not None:
-                reason = f"the store could not be read; moved aside to {store.ledger.set_aside[0]}"
-            store.ledger.set_meta({"vault": str(vault.resolve())})
-            if isinstance(model, LoadingMiniLM):
-                await asyncio.wrap_future(model.ready)
-            vg = plan.graph if plan else await asyncio.to_thread(_load_graph, vault, options)
-            extractor = None
-            if extraction is not None:
-                db = store.ledger.database
-                extractor = Extractor(ExtractionCache(db), CostLedger(db), extraction)
-            index = cls(vault, vg, store, _sink(vg, store, extractor), extractor, lock=lock)
+            sink = _sink(o.vg, o.store, o.extractor)
+            index = cls(vault, o.vg, o.store, sink, o.extractor, lock=o.lock)
+            plan = o.plan
             if plan is not None:
                 index.startup = True
                 index.sink.mapper.know_spans(plan.spans)
@@ -163,10 +120,10 @@ class Index:
                 if plan.namer is not None:  # saved with the graph: no need to name it again
                     plan.namer.refolded.clear()
                     index.sink.mapper.namer, index.graph_from = plan.namer, "saved"
-            index.startup_reason = reason
+            index.startup_reason = o.reason
             return index
         except BaseException:
-            lock.release()
+            o.lock.release()
             raise
 
     def with_graph(self, vg: VaultGraph) -> Index:
@@ -183,53 +140,6 @@ class Index:
         if seen is not None:
             return seen
         return await asyncio.to_thread(snapshot, self.vault, self.vg.filter)
-
-    async def extract(self, limit: int | None = None) -> dict[str, Any]:
-        """Send the chunks that need it (at most ``limit``) to the LLM, then write what
-        came back as one batch. Returns what happened; with extraction off, nothing."""
-        if self.extractor is None:
-            return {}
-        calls = self.extractor.calls
-        jobs, more = self.extraction_jobs(limit)
-        hashes = await self.extractor.run(jobs)
-        report = await self.sink.apply_extracted(hashes)
-        return {
-            "sent": len(hashes),
-            "calls": self.extractor.calls - calls,
-            "skipped": self.skipped,
-            "failed": len(self.extractor.failures),
-            "writes": report.writes,
-            "more": more,
-        }
-
-    def extraction_jobs(self, limit: int | None = None) -> tuple[list[Job], bool]:
-        """Chunks to send now, at most ``limit``, and whether more are due (how many
-        the salience filter skips is kept for status)."""
-        if self.extractor is None:
-            return [], False
-        jobs, self.skipped = self.sink.jobs.pick(self.extractor.settings.threshold)
-        due = [j for j in jobs if self.extractor.due(j)]
-        if limit is not None and len(due) > limit:
-            return due[:limit], True
-        return due, False
-
-    def extraction_status(self) -> dict[str, Any]:
-        if self.extractor is None:
-            return {"enabled": False}
-        ex = self.extractor
-        llm = ex.settings.llm
-        implicit = self.sink.implicit
-        return {
-            "enabled": True,
-            "llm": llm.model if llm else None,
-            "extracted_chunks": len(implicit.results),
-            "waiting_chunks": len(implicit.missing) - self.skipped,
-            "skipped_chunks": self.skipped,
-            "failed_chunks": len(ex.failures),
-            "last_error": ex.last_error,
-            "calls": ex.calls,
-            "threshold": ex.settings.threshold,
-        }
 
     async def close(self) -> None:
         try:
@@ -398,17 +308,6 @@ class Index:
     async def chunk_rows(self, ids: Iterable[str]) -> list[dict[str, Any] | None]:
         rows: list[dict[str, Any] | None] = await self.store.rag.text_chunks.get_by_ids(list(ids))
         return rows
-
-    def next_extraction_retry(self) -> float | None:
-        return self.extractor.next_retry() if self.extractor else None
-
-    async def run_extraction(self, jobs: list[Job]) -> set[str]:
-        """The LLM calls for ``jobs`` (outside any batch); the hashes that came back."""
-        return await self.extractor.run(jobs) if self.extractor else set()
-
-    async def write_extracted(self, hashes: set[str]) -> BatchReport:
-        """Write what extraction brought for ``hashes``: one batch."""
-        return await self.sink.apply_extracted(hashes)
 
     def _refuse_empty(self, before: dict[str, str], notes: set[str], force: bool) -> None:
         """A store full of notes and a vault with none is a missing folder, an unmounted
