@@ -27,12 +27,11 @@ from wikid.core.delta import Delta
 from wikid.core.graph import VaultGraph
 from wikid.core.note import Note
 from wikid.store.heap import trim
-from wikid.store.ids import doc_id
-from wikid.store.ledger import FileRow, Ops, mirror_form
 from wikid.store.rag import Store
 from wikid.sync import restart
-from wikid.sync.implicit import IMPLICIT, ImplicitIndex, fold, node_of
+from wikid.sync.implicit import ImplicitIndex, fold, node_of
 from wikid.sync.jobs import ExtractionJobs
+from wikid.sync.plan import Planned, Planner
 from wikid.sync.records import Mapper, pair
 from wikid.sync.search import SearchIndex
 from wikid.sync.slices import LINKS, MEANING, Live, Steps, Tally
@@ -53,18 +52,6 @@ class BatchReport:
     embedded: int = 0
     seconds: float = 0.0
     llm_calls: int = 0
-
-
-@dataclass
-class _Planned:
-    """One batch's plan: its ops, the ledger's note rows and parse-cache rows (of the
-    files it covers; ``all_files``: they are every file)."""
-
-    ops: Ops
-    notes: dict[str, tuple[str, str, list[str]] | None]
-    files: dict[str, FileRow] | None
-    all_files: bool = False
-    forces: bool = False  # it forces keys a crash may have torn, whoever owns them
 
 
 _K = TypeVar("_K", str, tuple[str, str])
@@ -99,7 +86,6 @@ class Sink:
         self.search = SearchIndex(store.ledger.database, vg.root)
         vg.payloads.source = functools.partial(restart.cached_note, store.ledger)
         self.implicit = implicit or ImplicitIndex(None)
-        self._forced: dict[str, set[str]] = {}
         # Called once a full reconcile has written the search index (serving starts),
         # and once it has written every chunk and entity (meaning search is whole).
         self.on_search_ready: Callable[[], None] | None = None
@@ -110,6 +96,7 @@ class Sink:
         self.live: Live | None = None  # the daemon's edits, let in during a full reconcile
         self._reconciling = False
         self.jobs = ExtractionJobs(vg, self.mapper, store.ledger, self.implicit)
+        self.planner = Planner(vg, store.ledger, self.mapper, self.implicit)
 
     # -- entry points -----------------------------------------------------------
 
@@ -140,7 +127,7 @@ class Sink:
 
         attachments = await asyncio.to_thread(_sorted, set(self.vg.attachments))
 
-        def plan(i: int) -> _Planned:
+        def plan(i: int) -> Planned:
             """Slice ``i``: every ``parts``-th key, computed from the whole graph, so the
             slices add up to one full reconcile; keys a crash may have torn are forced
             in the first, which also empties the parse cache. Each slice writes the
@@ -149,9 +136,11 @@ class Sink:
             idle and every edit waiting for 13 s at 13k notes, and every note's chunks
             in memory until the end (~60 MB)."""
             if i >= meaning:
-                return self._plan(set(), set(ps[i - meaning :: parts - meaning]), set(), {}, None)
+                return self.planner.plan(
+                    set(), set(ps[i - meaning :: parts - meaning]), set(), {}, None
+                )
             mine = ts[i::meaning]
-            return self._plan(
+            return self.planner.plan(
                 set(ns[i::meaning]),
                 set(),
                 {p for p in mine if p in notes},
@@ -161,13 +150,13 @@ class Sink:
             )
 
         async def embed(
-            planned: _Planned, stop: Callable[[], bool], report: Callable[[int, int], None]
+            planned: Planned, stop: Callable[[], bool], report: Callable[[int, int], None]
         ) -> int | None:
             return await self.store.embed_ahead(planned.ops, stop, report)
 
         written = [0]
 
-        async def write(planned: _Planned) -> dict[str, int]:
+        async def write(planned: Planned) -> dict[str, int]:
             await self._write(planned, searched=set())
             written[0] += 1  # slices are written in order
             if written[0] == meaning and self.on_meaning_ready is not None:
@@ -306,7 +295,7 @@ class Sink:
         # The records of every touched key, diffed with the mirror: CPU work over the
         # graph and ledger reads, in a worker thread so that the loop keeps answering
         # (the graph is not changed while a batch runs; SQLite serialises the reads).
-        planned = await asyncio.to_thread(self._plan, nodes, pairs, notes, force, files)
+        planned = await asyncio.to_thread(self.planner.plan, nodes, pairs, notes, force, files)
         embedded = await self.store.embed_ahead(planned.ops, None, self.store.progress)
         await self._write(planned, searched)
         return BatchReport(
@@ -316,13 +305,13 @@ class Sink:
             llm_calls=self.store.llm_calls,
         )
 
-    async def _write(self, planned: _Planned, searched: set[str]) -> None:
+    async def _write(self, planned: Planned, searched: set[str]) -> None:
         """Write a planned batch whose texts are embedded: the store, the mirror and the
         search rows of ``searched``, committed together where they can be."""
         async with self.writing:
             await self._write_now(planned, searched)
 
-    async def _write_now(self, planned: _Planned, searched: set[str]) -> None:
+    async def _write_now(self, planned: Planned, searched: set[str]) -> None:
         ops = planned.ops
         if ops:
             await asyncio.to_thread(self.ledger.set_pending, ops)  # 1.6 s at 13k
@@ -347,113 +336,3 @@ class Sink:
     def _texts(self, paths: set[str]) -> dict[str, Note | None]:
         """The notes at ``paths`` with their bodies, for the search index (None: gone)."""
         return {p: self.vg.full(p) if p in self.vg.notes else None for p in sorted(paths)}
-
-    def _plan(
-        self,
-        nodes: set[str],
-        pairs: set[tuple[str, str]],
-        notes: set[str],
-        force: dict[str, set[str]],
-        files: set[str] | None,
-        all_files: bool = False,
-    ) -> _Planned:
-        """The batch's ops, note rows and parse-cache rows (of ``files``)."""
-        ops = Ops()
-        self._forced = force
-        self._entities(ops, nodes)
-        self._relations(ops, pairs)
-        note_rows = self._notes(ops, notes)
-        self._force(ops, force)
-        rows = None if files is None else restart.file_rows(self.vg, files, self.mapper.spans)
-        return _Planned(ops, note_rows, rows, all_files, forces=any(force.values()))
-
-    def _diff(
-        self,
-        ops: Ops,
-        kind: str,
-        owner: Any,
-        desired: dict[str, Record],
-        current: dict[str, Record],
-    ) -> None:
-        target: dict[str, Record | None] = getattr(ops, kind)
-        for key in current:
-            if key not in desired:
-                target.setdefault(key, None)  # a delete never overrides another owner's upsert
-        forced = self._forced.get(kind, set())
-        for key, rec in desired.items():
-            if current.get(key) != mirror_form(rec) or key in forced:
-                target[key] = rec
-                ops.owner[(kind, key)] = owner
-
-    def _entities(self, ops: Ops, nodes: set[str]) -> None:
-        for node in sorted(nodes):
-            if node.startswith(IMPLICIT):
-                want = self.implicit.entity(node[len(IMPLICIT) :], self.mapper.namer)
-            else:
-                want = self.mapper.entity(node)
-            desired = {want[0]: want[1]} if want else {}
-            current = dict(self.ledger.entity_of(node))
-            self._diff(ops, "entity", node, desired, current)
-
-    def _relations(self, ops: Ops, pairs: set[tuple[str, str]]) -> None:
-        for a, b in sorted(pairs):
-            if a.startswith(IMPLICIT):
-                want = self.implicit.relation(
-                    a[len(IMPLICIT) :], b[len(IMPLICIT) :], self.mapper.namer, self._linked
-                )
-            else:
-                want = self.mapper.relation(a, b)
-            desired = {want[0]: want[1]} if want else {}
-            current = dict(self.ledger.relation_of(a, b))
-            self._diff(ops, "relation", (a, b), desired, current)
-
-    def _linked(self, u: str, v: str) -> bool:
-        """Do links relate graph nodes ``u`` and ``v`` (a structural relation)?"""
-        return self.mapper.relation(u, v) is not None
-
-    def _notes(self, ops: Ops, notes: set[str]) -> dict[str, tuple[str, str, list[str]] | None]:
-        rows: dict[str, tuple[str, str, list[str]] | None] = {}
-        for path in sorted(notes):
-            note = self.vg.with_body(path) if path in self.vg.notes else None
-            if note is None:
-                self._diff(ops, "chunk", path, {}, self.ledger.chunks_of(path))
-                self._diff(ops, "doc", path, {}, self.ledger.docs_of(path))
-                rows[path] = None
-                continue
-            chunks = self.mapper.chunks(path, note)  # the note read once, if lean
-            did = doc_id(path)
-            desired_chunks = {
-                c.id: {
-                    "content": c.content,
-                    "tokens": c.tokens,
-                    "chunk_order_index": c.order,
-                    "full_doc_id": did,
-                    "file_path": path,
-                    "source_id": did,
-                }
-                for c in chunks
-            }
-            self._diff(ops, "chunk", path, desired_chunks, self.ledger.chunks_of(path))
-            body = note.body or ""
-            doc = {
-                "content": body,
-                "file_path": path,
-                "status": "processed",
-                "content_summary": body.strip()[:100],
-                "content_length": len(body),
-                "chunks_count": len(chunks),
-                "chunks_list": [c.id for c in chunks],
-                "track_id": "wikid",
-                "content_hash": note.digest,
-            }
-            self._diff(ops, "doc", path, {did: doc}, self.ledger.docs_of(path))
-            rows[path] = (note.digest, self.mapper.name(path), [c.id for c in chunks])
-        return rows
-
-    def _force(self, ops: Ops, force: dict[str, set[str]]) -> None:
-        """Keys a crashed batch may have torn. ``_diff`` rewrote those still desired;
-        the rest are not part of a fresh build, so they are deleted whatever the mirror says."""
-        for kind, keys in force.items():
-            target: dict[str, Record | None] = getattr(ops, kind)
-            for key in keys:
-                target.setdefault(key, None)
