@@ -116,6 +116,29 @@ def test_modules_are_small() -> None:
     assert not big, f"modules over {MAX_LINES} lines: {big}"
 
 
+def test_the_codemap_names_every_module() -> None:
+    """ARCHITECTURE.md's codemap names each module in its layer's table, so a module
+    added or split is placed on the map (issue 54): a newcomer finds their room."""
+    arch = (PKG.parent / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    codemap = arch[arch.index("## Codemap") : arch.index("## Threads and the event loop")]
+    tables = re.split(r"^### ", codemap, flags=re.M)
+    missing = []
+    for path in sorted(PKG.rglob("*.py")):
+        if path.name == "__main__.py" or (
+            path.name == "__init__.py" and path.parent.name not in ("wikid", "cli")
+        ):
+            continue
+        layer = path.parent.name
+        if layer == "wikid":
+            where, name = "Leaves", f"`wikid/{path.name}`"
+        else:
+            where, name = f"`wikid/{layer}/`", f"`{path.name}`"
+        table = next((t for t in tables if t.startswith(where)), "")
+        if name not in table:
+            missing.append(str(path.relative_to(PKG.parent)))
+    assert not missing, f"not in ARCHITECTURE.md's codemap: {missing}"
+
+
 def test_layers_point_inward() -> None:
     wrong = []
     for module, deps in _graph().items():
