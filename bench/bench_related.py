@@ -1,7 +1,9 @@
 """Related-notes benchmark (issue 41): recall@10 per vault against three baselines, and
 the latency of ``related`` p50 / p99.
 
-Run by hand: ``.venv/bin/python bench/bench_related.py [--sizes 13000] [--notes 200]``
+Run by hand: ``.venv/bin/python bench/bench_related.py [--sizes 13000] [--notes 200]
+[--embedding PATH]`` (``--embedding``: the real vaults embedded with your own ONNX
+model instead of MiniLM, as the ``embedding`` setting names it; docs/languages.md)
 (``bench_scale`` measures ``related`` over the socket on a real 13k store).
 - recall: the hand-checked sets of tests/questions.json (typed vault, tasks-docs,
   vaultofknowledge; real MiniLM store): wikid, meaning alone, links alone, BM25 of
@@ -66,7 +68,7 @@ async def one(name: str, vault: Path, wd: Path, n: int, **kw: object) -> str:
         await idx.sync()
         sets = (
             recall.related_sets(name)
-            if name in ("typed", "tasks-docs", "vaultofknowledge")
+            if name in ("typed", "tasks-docs", "vaultofknowledge", "knowledge-garden")
             else None
         )
         got = await recall.related_recall(idx, sets) if sets else None
@@ -75,7 +77,7 @@ async def one(name: str, vault: Path, wd: Path, n: int, **kw: object) -> str:
         await idx.close()
 
 
-async def main(sizes: list[int], n: int) -> None:
+async def main(sizes: list[int], n: int, embedding: str) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         typedvault.generate(Path(tmp) / "typed")
@@ -84,7 +86,7 @@ async def main(sizes: list[int], n: int) -> None:
     for name in ("tasks-docs", "vaultofknowledge", "knowledge-garden"):
         if (SHARED / name).is_dir():
             with tempfile.TemporaryDirectory() as tmp:
-                rows.append(await one(name, SHARED / name, Path(tmp), n))
+                rows.append(await one(name, SHARED / name, Path(tmp), n, embedding=embedding))
                 print(rows[-1], flush=True)
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
@@ -100,5 +102,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="", help="generated vaults too, e.g. 13000")
     ap.add_argument("--notes", type=int, default=200, help="notes asked about per vault")
+    ap.add_argument("--embedding", default="minilm", help="a local ONNX model for the real vaults")
     a = ap.parse_args()
-    asyncio.run(main([int(s) for s in a.sizes.split(",") if s], a.notes))
+    asyncio.run(main([int(s) for s in a.sizes.split(",") if s], a.notes, a.embedding))

@@ -108,3 +108,16 @@ def test_spacing_is_undone_for_cjk_text() -> None:
     for text in ["我的永久笔记。", "東京で寿司", "노트를정리", "卡"]:
         assert cjk.unspaced(cjk.spaced(text)) == text
     assert cjk.phrase("永久笔记") == "永 久 笔 记" and cjk.phrase("notes") == "notes"
+
+
+def test_a_mostly_chinese_vault_is_told_which_model_to_set() -> None:
+    """Status and the log carry a line for a vault titled mostly in CJK script that runs
+    the shipped English model (issue 53 item 2); an English vault, or a vault that
+    names its own model, gets none."""
+    from wikid.server.status import embedding_hint
+
+    garden = VaultGraph.load(shared_vault("knowledge-garden"))
+    hint = embedding_hint(garden, "minilm")
+    assert hint is not None and "multilingual ONNX model" in hint and "docs/languages.md" in hint
+    assert embedding_hint(garden, "/models/multilingual/model.onnx") is None
+    assert embedding_hint(VaultGraph.load(shared_vault("tasks-docs")), "minilm") is None

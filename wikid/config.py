@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 QUERY_MODES = ("local", "global", "hybrid", "mix", "naive")
 LLM_KINDS = ("openai", "ollama")
 BACKENDS = ("sqlite", "lightrag-files", "postgres")
+DEFAULT_EMBEDDING = "minilm"
 DEFAULT_BACKEND = "sqlite"
 
 SECRET_ENV = {"llm_api_key": "WIKID_LLM_API_KEY", "postgres_password": "WIKID_POSTGRES_PASSWORD"}
@@ -90,6 +91,9 @@ class VaultConfig(NamedTuple):
     workdir: Path | None = None
     socket: Path | None = None
     store: str = DEFAULT_BACKEND
+    # "minilm" (shipped, English), or a local ONNX model: a .onnx file, or a folder with
+    # model.onnx, beside its tokenizer.json (docs/languages.md). Another re-embeds.
+    embedding: str = DEFAULT_EMBEDDING
     # postgresql://USER@HOST:PORT/DATABASE for store = "postgres" (password: environment).
     postgres_url: str | None = None
     debounce_ms: int = 300
@@ -305,6 +309,11 @@ def load(
             raise ConfigError(f"{key} = {value!r}: use a number from {low} to {high}")
     if cfg.query_mode not in QUERY_MODES:
         raise ConfigError(f"query_mode {cfg.query_mode!r}: choose from {', '.join(QUERY_MODES)}")
+    if cfg.embedding != DEFAULT_EMBEDDING and not os.path.exists(os.path.expanduser(cfg.embedding)):
+        raise ConfigError(
+            f"embedding {cfg.embedding!r}: use {DEFAULT_EMBEDDING!r}, or the path of an ONNX "
+            "model (a .onnx file, or a folder with model.onnx) beside its tokenizer.json"
+        )
     if cfg.log_level.lower() not in LOG_LEVELS:
         raise ConfigError(f"log_level {cfg.log_level!r}: choose from {', '.join(LOG_LEVELS)}")
     return cfg

@@ -176,9 +176,12 @@ def daemon_keywords(cfg: VaultConfig | None, question: str) -> tuple[list[str], 
 def serve_endpoint(cfg: VaultConfig) -> tuple[str, str, int]:
     """Start wikid's model (and keywords) on a free loopback port, in a daemon thread:
     (base URL, model id, dimension)."""
-    from wikid.store.embed import default_embedder
+    from wikid.config import DEFAULT_EMBEDDING
+    from wikid.store.embed import Embedder, LocalOnnx, default_embedder
 
-    embedder = default_embedder()
+    embedder: Embedder = (
+        default_embedder() if cfg.embedding == DEFAULT_EMBEDDING else LocalOnnx(cfg.embedding)
+    )
     _Endpoint.embedder, _Endpoint.model_id = embedder, embedder.model_id
     _Endpoint.cfg = cfg
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)

@@ -54,6 +54,7 @@ def index(
             workspace=cfg.workspace,
             adopt_from=cfg.legacy_store(),
             backend=cfg.store,
+            embedding=cfg.embedding,
             options=vault_options(cfg),
             extraction=cfg.extraction(),
             postgres_url=cfg.postgres_url,

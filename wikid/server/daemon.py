@@ -26,7 +26,7 @@ from wikid.server.extraction import extraction_loop
 from wikid.server.log import Progress
 from wikid.server.notify import more_descriptors, notify, watchdog_interval
 from wikid.server.protocol import ProtocolError
-from wikid.server.status import status_reply
+from wikid.server.status import embedding_hint, status_reply
 from wikid.server.watcher import Watcher
 from wikid.store.backends import warm
 from wikid.store.embed import import_runtime
@@ -59,6 +59,7 @@ class Daemon:
         self.phase = "starting"
         self.in_flight = 0  # paths of the batch being applied
         self.vault_missing = False
+        self.embedding_hint: str | None = None  # what to set for a vault not in English
         self.serving = False  # links and search answer (the store may still embed)
         self.meaning_ready = False  # every chunk and entity embedded: query by meaning
         self.counts = {"entities": 0, "relations": 0, "chunks": 0}  # as of the last write
@@ -157,6 +158,7 @@ class Daemon:
             adopt_from=self.cfg.legacy_store(),
             options=self._options(),
             backend=self.cfg.store,
+            embedding=self.cfg.embedding,
             extraction=self.cfg.extraction(),
             postgres_url=self.cfg.postgres_url,
         )
@@ -199,6 +201,9 @@ class Daemon:
         self.last_sync = time.time()
         freeze_long_lived()
         log.info("initial sync", vault=str(self.cfg.path), **report)
+        self.embedding_hint = embedding_hint(self.index.graph, self.cfg.embedding)
+        if self.embedding_hint:
+            log.warning("embedding model", hint=self.embedding_hint)
         await self.recount()
         self.ready = self.serving = self.meaning_ready = True
         self.phase = f"watching {report['notes']} notes"

@@ -12,7 +12,8 @@ import os
 import time
 from typing import Any, Protocol
 
-from wikid.config import VaultConfig
+from wikid.config import DEFAULT_EMBEDDING, VaultConfig
+from wikid.core.cjk import has_cjk
 from wikid.core.graph import VaultGraph
 from wikid.server.log import Progress
 from wikid.server.watcher import Watcher
@@ -38,6 +39,7 @@ class Daemon(Protocol):
     last_error: str | None
     reindexing: bool
     vault_missing: bool
+    embedding_hint: str | None
     started: float
     costs: CostLedger
     counts: dict[str, int]  # the store's, as of its last write
@@ -53,6 +55,25 @@ class Daemon(Protocol):
 
 
 NO_COST = {"by_phase": [], "calls": 0, "input_tokens": 0, "output_tokens": 0, "cost": None}
+
+
+CJK_SHARE = 0.5  # of the notes titled in CJK script, past which the shipped model is a poor fit
+
+
+def embedding_hint(vg: VaultGraph, embedding: str) -> str | None:
+    """A line for a vault mostly titled in Chinese, Japanese or Korean that runs the
+    shipped model, which was trained on English (docs/languages.md): what to set.
+    Titles stand for the notes' language: they are in memory, and cheap to read."""
+    if embedding != DEFAULT_EMBEDDING or not vg.notes:
+        return None
+    share = sum(1 for n in vg.notes.values() if has_cjk(n.title)) / len(vg.notes)
+    if share < CJK_SHARE:
+        return None
+    return (
+        f"{share:.0%} of the notes are titled in Chinese, Japanese or Korean, and the "
+        "embedding model understands English: set embedding to a multilingual ONNX model "
+        "for meaning search (docs/languages.md)"
+    )
 
 
 MAX_CONFLICTS = 500  # listed in status; a vault with more has a sync problem to fix first
@@ -115,6 +136,7 @@ def status_reply(d: Daemon) -> dict[str, Any]:
             "vector_search": vector_search(idx) if idx else {},
         },
         "embedding_model": idx.model_id if idx else None,
+        **({"embedding_hint": d.embedding_hint} if d.embedding_hint else {}),
         "llm_calls": idx.llm_calls if idx else 0,
         "llm": {"configured": d.cfg.llm() is not None, "model": d.cfg.llm_model},
         "extraction": idx.extraction_status() if idx else {"enabled": False},

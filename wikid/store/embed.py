@@ -15,6 +15,7 @@ Alternatives (Ollama, any OpenAI-compatible endpoint) are ``HttpEmbedder``.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources
 import json
 import os
@@ -23,7 +24,7 @@ import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -84,8 +85,6 @@ class MiniLM:
     max_tokens = MINILM_MAX_TOKENS
 
     def __init__(self, workers: int | None = None) -> None:
-        import onnxruntime as ort
-
         model = _checked(model_path(), MODEL_SHA256)
         try:
             tokens.wordpiece()  # shared with the store's token counts (``tokens``)
@@ -101,17 +100,7 @@ class MiniLM:
         # per-token scales, which would allow it, cost 16-20% a text (docs/scale.md). The runs
         # share one session (Run is thread-safe): a second would double its memory.
         self.workers = workers or max(1, min(4, os.cpu_count() or 1))
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1
-        opts.inter_op_num_threads = 1
-        opts.enable_mem_pattern = False  # shapes vary per run; planning per shape costs more
-        # No arena: what a run allocates goes back to malloc, and trim() gives it to the
-        # OS after each call (see heap.py: -127 MB at the same speed).
-        opts.enable_cpu_mem_arena = False
-        few_arenas()
-        self._session = ort.InferenceSession(
-            str(model), sess_options=opts, providers=["CPUExecutionProvider"]
-        )
+        self._session = _session(model)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="minilm")
         self._lock = threading.Lock()  # one embed() at a time: the pool already uses every core
 
@@ -121,29 +110,126 @@ class MiniLM:
             return out
         with self._lock:
             encodings = tokens.model_ids(list(texts), self.max_tokens)
-            # The longest first, so that the last run to finish is a short one.
-            order = sorted(range(len(texts)), key=lambda i: -len(encodings[i]))
-
-            def run(i: int) -> None:
-                ids = np.array([encodings[i]], dtype=np.int64)
-                (hidden,) = self._session.run(
-                    None,
-                    {
-                        "input_ids": ids,
-                        "attention_mask": np.ones_like(ids),
-                        "token_type_ids": np.zeros_like(ids),
-                    },
-                )
-                pooled = hidden[0].mean(axis=0)
-                out[i] = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
-
-            list(self._pool.map(run, order))
-            if len(texts) >= TRIM_AFTER:  # not per question word: a trim costs 1-5 ms
-                trim()
+            _run_each(self._session, self._pool, encodings, out, _MINILM_INPUTS)
         return out
 
 
 TRIM_AFTER = 64  # texts in a call after which the heap is trimmed (batches, not queries)
+_MINILM_INPUTS = frozenset(["input_ids", "attention_mask", "token_type_ids"])
+
+
+def _session(model: Path) -> Any:
+    """An onnxruntime session as every wikid model runs: single-threaded runs, one per
+    core in parallel (see ``MiniLM.__init__``), no arena, so the heap can be trimmed."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    opts.inter_op_num_threads = 1
+    opts.enable_mem_pattern = False  # shapes vary per run; planning per shape costs more
+    # No arena: what a run allocates goes back to malloc, and trim() gives it to the
+    # OS after each call (see heap.py: -127 MB at the same speed).
+    opts.enable_cpu_mem_arena = False
+    few_arenas()
+    return ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
+
+
+def _vector(session: Any, ids: list[int], inputs: frozenset[str]) -> np.ndarray:
+    """One text's L2-normalised vector from one run: a model whose first output is per
+    token is mean-pooled; one that pools itself (``sentence_embedding``) is taken as
+    it is."""
+    arr = np.array([ids], dtype=np.int64)
+    feeds = {"input_ids": arr, "attention_mask": np.ones_like(arr)}
+    if "token_type_ids" in inputs:
+        feeds["token_type_ids"] = np.zeros_like(arr)
+    hidden = session.run(None, {k: v for k, v in feeds.items() if k in inputs})[0]
+    pooled = hidden[0].mean(axis=0) if hidden.ndim == 3 else hidden[0]
+    out: np.ndarray = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+    return out
+
+
+def _run_each(
+    session: Any,
+    pool: ThreadPoolExecutor,
+    encodings: list[list[int]],
+    out: np.ndarray,
+    inputs: frozenset[str],
+) -> None:
+    """One run a text (so a text's vector never depends on its neighbours), spread over
+    the pool, the longest first so that the last run to finish is a short one."""
+    order = sorted(range(len(encodings)), key=lambda i: -len(encodings[i]))
+
+    def run(i: int) -> None:
+        out[i] = _vector(session, encodings[i], inputs)
+
+    list(pool.map(run, order))
+    if len(encodings) >= TRIM_AFTER:  # not per question word: a trim costs 1-5 ms
+        trim()
+
+
+class LocalOnnx:
+    """A sentence-embedding model the user names (``embedding = "/path/model.onnx"``):
+    an ONNX file with the ``tokenizer.json`` beside it, run as MiniLM is run.
+
+    Why: no multilingual model ships offline in a PyPI package (docs/languages.md), so
+    a vault in another language can bring its own, exported once with any tool. Its
+    id is the model's and tokenizer's sha256, so a changed file starts the store over
+    (never mixed vectors) and the same files keep it. Chunks stay as they are: they
+    are sized by MiniLM's WordPiece whatever the model; this model truncates a text
+    at its own tokenizer's limit (512 tokens unless the tokenizer sets one)."""
+
+    def __init__(self, path: Path | str, workers: int | None = None) -> None:
+        from tokenizers import Tokenizer
+
+        model, tokenizer = onnx_files(path)
+        digest = hashlib.sha256()
+        for part in (model, tokenizer):
+            with open(part, "rb") as f:
+                while block := f.read(1 << 20):
+                    digest.update(block)
+        try:
+            self._tokenizer = Tokenizer.from_file(str(tokenizer))
+            self._session = _session(model)
+        except Exception as exc:  # the file is the user's: say which, in one line
+            raise EmbeddingError(f"cannot load the embedding model {model}: {exc}") from exc
+        truncation = self._tokenizer.truncation
+        self.max_tokens = int(truncation["max_length"]) if truncation else 512
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(self.max_tokens)
+        self._inputs = frozenset(i.name for i in self._session.get_inputs())
+        if "input_ids" not in self._inputs:
+            raise EmbeddingError(f"{model} takes no input_ids: not a text embedding model")
+        self.model_id = f"onnx:{model.name}:{digest.hexdigest()[:16]}"
+        self.workers = workers or max(1, min(4, os.cpu_count() or 1))
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="onnx")
+        self._lock = threading.Lock()
+        # The dimension: the width of one word's vector.
+        self.dim = len(_vector(self._session, self._ids(["dimension"])[0], self._inputs))
+
+    def _ids(self, texts: list[str]) -> list[list[int]]:
+        # An empty text (no special tokens in this tokenizer) is run as token 0: a run
+        # of no tokens is no input at all.
+        return [e.ids or [0] for e in self._tokenizer.encode_batch(texts)]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if texts:
+            with self._lock:
+                _run_each(self._session, self._pool, self._ids(list(texts)), out, self._inputs)
+        return out
+
+
+def onnx_files(path: Path | str) -> tuple[Path, Path]:
+    """The model and tokenizer a path names: a ``.onnx`` file, or a folder holding
+    ``model.onnx``; the tokenizer is the ``tokenizer.json`` beside the model."""
+    model = Path(path).expanduser()
+    if model.is_dir():
+        model = model / "model.onnx"
+    tokenizer = model.parent / "tokenizer.json"
+    for part in (model, tokenizer):
+        if not part.is_file():
+            raise EmbeddingError(f"embedding model: {part} is not a file")
+    return model, tokenizer
 
 
 @dataclass

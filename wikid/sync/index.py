@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import structlog
 
-from wikid.config import DEFAULT_BACKEND, ExtractSettings
+from wikid.config import DEFAULT_BACKEND, DEFAULT_EMBEDDING, ExtractSettings
 from wikid.core.chunk import Chunk
 from wikid.core.delta import Delta
 from wikid.core.graph import Changes, VaultGraph
@@ -83,6 +83,7 @@ class Index(Extracting):
         *,
         options: VaultOptions | None = None,
         embedder: Embedder | None = None,
+        embedding: str = DEFAULT_EMBEDDING,
         backend: str = DEFAULT_BACKEND,
         llm_func: Any = None,
         workspace: str | None = None,
@@ -102,6 +103,7 @@ class Index(Extracting):
             workdir,
             options=options,
             embedder=embedder,
+            embedding=embedding,
             backend=backend,
             llm_func=llm_func,
             workspace=workspace,

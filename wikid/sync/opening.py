@@ -17,12 +17,18 @@ from typing import Any
 
 import structlog
 
-from wikid.config import DEFAULT_BACKEND, ExtractSettings, default_workdir, workspace_name
+from wikid.config import (
+    DEFAULT_BACKEND,
+    DEFAULT_EMBEDDING,
+    ExtractSettings,
+    default_workdir,
+    workspace_name,
+)
 from wikid.core.graph import VaultGraph
 from wikid.core.vault import VaultOptions
 from wikid.store.backends import warm
 from wikid.store.cost import CostLedger
-from wikid.store.embed import Embedder, LoadingMiniLM
+from wikid.store.embed import Embedder, LoadingMiniLM, LocalOnnx
 from wikid.store.heap import building
 from wikid.store.lock import StoreLock
 from wikid.store.migrate import migrate, needs_migration
@@ -47,6 +53,17 @@ class Opened:
     reason: str
 
 
+async def _model(embedding: str) -> Embedder:
+    """The configured model: MiniLM loading in a thread while the store opens (its id
+    and dimension are known at once), or the user's ONNX model, whose dimension is
+    known once it is loaded."""
+    if embedding == DEFAULT_EMBEDDING:
+        return LoadingMiniLM()
+    model = await asyncio.to_thread(LocalOnnx, embedding)
+    log.info("embedding model", model=model.model_id, dim=model.dim, path=embedding)
+    return model
+
+
 def load_graph(vault: Path, options: VaultOptions | None) -> VaultGraph:
     with building():
         return VaultGraph.load(vault, options)
@@ -58,6 +75,7 @@ async def open_parts(
     *,
     options: VaultOptions | None = None,
     embedder: Embedder | None = None,
+    embedding: str = DEFAULT_EMBEDDING,
     backend: str = DEFAULT_BACKEND,
     llm_func: Any = None,
     workspace: str | None = None,
@@ -85,7 +103,7 @@ async def open_parts(
             log.info("store migrated from stock files to sqlite", **counts)
         # The model loads in a thread while the store opens and the parse cache is
         # read (status answers meanwhile); the open ends once it is loaded.
-        model = embedder or LoadingMiniLM()
+        model = embedder or await _model(embedding)
         await asyncio.to_thread(warm, backend)  # tiktoken, storage modules: 0.4 s
         # In a thread too: creating the store's file (WAL, schema) held the event
         # loop 560 ms in a first start, and LightRAG's construction takes more.
