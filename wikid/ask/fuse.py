@@ -43,13 +43,16 @@ class Ranked:
     sources: dict[str, int] = field(default_factory=dict)  # retriever -> its rank there
 
 
-def fuse(lists: dict[str, list[str]], k: int = RRF_K) -> dict[str, Ranked]:
+def fuse(
+    lists: dict[str, list[str]], k: int = RRF_K, weights: dict[str, float] | None = None
+) -> dict[str, Ranked]:
     """path -> its fused rank: sum over retrievers of weight / (k + 1 + rank)."""
+    weights = WEIGHTS if weights is None else weights
     out: dict[str, Ranked] = {}
     for name, paths in lists.items():
         for rank, path in enumerate(dict.fromkeys(paths)):
             r = out.setdefault(path, Ranked(path, 0.0))
-            r.score += WEIGHTS[name] / (k + 1 + rank)
+            r.score += weights[name] / (k + 1 + rank)
             r.sources[name] = rank
     for i, r in enumerate(sorted(out.values(), key=lambda r: (-r.score, r.path))):
         r.rank = i

@@ -249,8 +249,9 @@ class Index(Extracting):
         tag: str | None,
         rare_only: bool = False,
         among: Collection[str] | None = None,
+        rarest: int = 0,
     ) -> list[Hit]:
-        return self.sink.search.search(text, k, folder, tag, rare_only, among)
+        return self.sink.search.search(text, k, folder, tag, rare_only, among, rarest)
 
     def passing(self, filters: list[Where]) -> set[str]:
         """The notes that pass every property filter (``props``)."""

@@ -246,15 +246,22 @@ class SearchIndex:
         tag: str | None = None,
         rare_only: bool = False,
         among: Collection[str] | None = None,
+        rarest: int = 0,
     ) -> list[Hit]:
         """BM25's top ``k`` notes. ``rare_only`` (a query's retriever, not a person's
         search): words in over half the notes are left out, and with nothing left, so
-        is the search; and the hits have no snippet. ``among``: only these notes (what filters let through)."""
+        is the search; and the hits have no snippet; ``rarest``: of those, only the
+        ``rarest`` in fewest notes (a note's opening as a query: each word more costs
+        a scan of its rows, and the rare ones decide the ranking). ``among``: only
+        these notes (what filters let through)."""
         words = _words(text)
         if rare_only:
             (notes,) = self._reads.execute("SELECT count(*) FROM fts_ids").fetchone()
             common = max(COMMON_NOTES, notes // 2)
-            words = [w for w, n in self.rows_with("fts_notes", words).items() if n <= common]
+            counts = self.rows_with("fts_notes", words)
+            words = [w for w, n in counts.items() if n <= common]
+            if rarest:
+                words = sorted(words, key=lambda w: (counts[w], w))[:rarest]
         expr = _match_expr(words)
         if expr is None:
             return []
