@@ -77,23 +77,29 @@ def ids(text: str) -> list[int]:
 # printable character alone.
 _PLAIN = re.compile(r"[\t\n\r -~]*")
 _WORD = re.compile(r"[a-z0-9]+|[^a-z0-9\s]")
-_pieces: dict[str, int] = {}  # word -> its word pieces (WordPiece reads each word alone)
 WORD_MEMO = 1 << 15  # words remembered (~3 MB), then forgotten at once
 
 
-def _word(w: str) -> int:
-    n = _pieces.get(w)
-    if n is None:
-        if len(_pieces) >= WORD_MEMO:
-            _pieces.clear()
-        n = _pieces[w] = len(wordpiece().model.tokenize(w))
-    return n
+class _Pieces(dict[str, int]):
+    """word -> its word pieces (WordPiece reads each word alone), a word not seen yet
+    counted by the tokenizer on first use. A dict looked up from C (``map`` over
+    ``__getitem__``): a Python function a word cost 40% of chunking a note (568k words
+    for 600 notes of a 13k vault)."""
+
+    def __missing__(self, w: str) -> int:
+        if len(self) >= WORD_MEMO:
+            self.clear()
+        n = self[w] = len(wordpiece().model.tokenize(w))
+        return n
+
+
+_pieces = _Pieces()
 
 
 def _plain_count(text: str) -> int | None:
     """The count of plain text, split into words here; None for other text."""
     if text.isascii() and _PLAIN.fullmatch(text):
-        return sum(map(_word, _WORD.findall(text.lower())))
+        return sum(map(_pieces.__getitem__, _WORD.findall(text.lower())))
     return None
 
 
