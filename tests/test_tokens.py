@@ -19,6 +19,7 @@ ALPHABET = st.sampled_from(
         *"abcXYZ019 .,;:'\"!?-_#[]|()/\\*`~@$%^&+=<>{}",
         *["\t", "\n", "\r", "\x00", "\x0b", "\x0c", "\x1f", "\x7f", "\u00a0", "\u3000"],
         *["é", "É", "ß", "ﬁ", "中", "文", "😀", "\u200d", "\u0301", "Ⅷ", "²", "ǅ"],
+        *["›", "—", "→", "…", "←", "–"],  # wikid's own evidence marks, and two others
     ]
 )
 TEXT = st.lists(
@@ -39,6 +40,7 @@ def reference(text: str) -> int:
 @example("tab\tnew\nline\rret  two  spaces")
 @example("x_y #tag [[Link|b]] (ok)! it's 3.14 ~`{}")
 @example("CamelCase UPPER lower Mixed123abc")
+@example("Note › Heading\n\nAda —links→ Engine… x→links →x y→ — ›› ……")  # glued: ##→, ##links
 def test_count_is_the_tokenizers(text: str) -> None:
     assert tokens.count(text) == reference(text)
     assert tokens.count_all([text, text]) == [reference(text)] * 2

@@ -128,7 +128,9 @@ def hop_items(vg: VaultGraph, hops: list[Hop], chunks: Callable[[str], list[Chun
         chunk = next((c for c in chunks(h.note) if c.id == h.chunk), None)
         if chunk is not None:
             extra = {"paths": [h.note], "hop_rank": rank, "why": {"hop": 2, "via": h.base}}
-            out.append(Item("chunk", chunk.id, chunk.content, h.note, i, extra=extra))
+            item = Item("chunk", chunk.id, chunk.content, h.note, i, tokens=chunk.tokens)
+            item.extra = extra
+            out.append(item)
     return out
 
 
@@ -164,7 +166,7 @@ def best_chunk(chunks: list[Chunk], question_terms: frozenset[str], rank: int) -
             -c.order,
         ),
     )
-    return Item("chunk", c.id, c.content, c.note, rank, extra={"paths": [c.note]})
+    return Item("chunk", c.id, c.content, c.note, rank, tokens=c.tokens, extra={"paths": [c.note]})
 
 
 def vector_order(items: Iterable[Item]) -> list[str]:

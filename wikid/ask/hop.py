@@ -32,7 +32,6 @@ TAKE = 8  # best second-hop notes that become candidates (3 and 5 found fewer)
 CONTEXT_WEIGHT = 0.1  # all of the question's words in the link's sentence
 
 
-
 @dataclass(frozen=True)
 class Plan:
     """What to score: each neighbour's base (by its rank among the bases), its first

@@ -139,9 +139,19 @@ def _items(data: dict[str, Any], pools: dict[str, int] | None) -> list[Item]:
 
 
 def _chunk_item(chunk_id: str, row: dict[str, Any], rank: int) -> Item:
-    """A chunk as an item: from ``aquery_data``'s chunks or a ``text_chunks`` row."""
+    """A chunk as an item: from ``aquery_data``'s chunks or a ``text_chunks`` row (its
+    ``tokens``, the store's count of its content, when the row has it)."""
     path = row.get("file_path")
-    return Item("chunk", chunk_id, row.get("content", ""), path, rank, extra={"paths": [path]})
+    tokens = row.get("tokens")
+    return Item(
+        "chunk",
+        chunk_id,
+        row.get("content", ""),
+        path,
+        rank,
+        tokens=tokens if isinstance(tokens, int) and tokens > 0 else 0,
+        extra={"paths": [path]},
+    )
 
 
 async def candidates(index: Index, result: dict[str, Any]) -> list[Item]:
