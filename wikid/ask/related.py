@@ -37,7 +37,7 @@ import numpy as np
 
 from wikid.ask.fuse import Ranked, fuse
 from wikid.ask.walk import meaning_of
-from wikid.core.chunk import Chunk, is_boilerplate, is_placeholder
+from wikid.core.chunk import is_boilerplate, is_placeholder
 from wikid.core.graph import GHOST, TAG, VaultGraph
 from wikid.store.embed import normalized
 
@@ -99,8 +99,8 @@ async def related(
     vectors: bool = True,
 ) -> dict[str, Any]:
     """One page of the notes related to ``path`` (a note of the graph), best first,
-    each with why; ``among``: only these notes; ``vectors`` False: the graph alone
-    (the store is still being embedded)."""
+    each with why; ``among``: only these notes; ``vectors`` False: the graph and the
+    words alone (the store is still being embedded)."""
     signals = SIGNALS if vectors else ("graph", "bm25")
     found = await _found(index, path, include_linked, among, signals)
     ranked, near, graph, linked = found
@@ -141,27 +141,6 @@ async def _found(
     if dull:  # boilerplate (a table of contents, a live query) asks for nothing
         kept = [(c, n) for c, n in zip(ids, lines, strict=True) if c not in dull]
         ids, lines = tuple(c for c, _ in kept), tuple(n for _, n in kept)
-    # The words' search runs beside the meaning's (a connection of its own): at 13k
-    # notes it added 12 ms to a related call when run after it, ~0 beside it.
-    words = asyncio.ensure_future(_words(index, path)) if "bm25" in signals else None
-    try:
-        return await _fused(index, path, include_linked, among, signals, ids, lines, mine, words)
-    finally:
-        if words is not None and not words.done():
-            words.cancel()
-
-
-async def _fused(
-    index: Index,
-    path: str,
-    include_linked: bool,
-    among: Collection[str] | None,
-    signals: Collection[str],
-    ids: Sequence[str],
-    lines: Sequence[int],
-    mine: list[Chunk],
-    words: asyncio.Future[list[str]] | None,
-) -> tuple[list[Ranked], dict[str, _Near], dict[str, _Graph], set[str]]:
     near: dict[str, _Near] = {}
     if "vector" in signals:
         near = await _by_meaning(index, path, dict(zip(ids, lines, strict=True)))
@@ -179,11 +158,11 @@ async def _fused(
     if near and len(mine) == 1 and is_placeholder(mine[0].content):  # an empty note: its
         await _by_title(index, path, near, list(near))  # title is all it means
     notes = index.graph.notes
-    keep = {
-        p
-        for p in near.keys() | graph.keys()
-        if p != path and p in notes and (include_linked or p not in linked)
-    }
+
+    def wanted(p: str) -> bool:
+        return p != path and p in notes and (include_linked or p not in linked)
+
+    keep = {p for p in near.keys() | graph.keys() if wanted(p)}
     meaning = sorted((p for p in keep if p in near), key=lambda p: (-near[p].score, p))
     tie = {p: near[p].score if p in near else -1.0 for p in keep}
     # A note that shares only a hub tag (#physics on most of a folder) is no graph
@@ -193,11 +172,8 @@ async def _fused(
         key=lambda p: (-graph[p].score, -tie[p], p),
     )
     lists = {"vector": meaning, "graph": by_graph}
-    if words is not None:
-        found = await words
-        lists["bm25"] = [
-            p for p in found if p != path and p in notes and (include_linked or p not in linked)
-        ][:WORDS_POOL]
+    if "bm25" in signals:
+        lists["bm25"] = [p for p in await _words(index, path) if wanted(p)][:WORDS_POOL]
     fused = fuse(lists, RRF_K, WEIGHTS).values()
     ranked = sorted(fused, key=lambda r: r.rank)
     if among is not None:  # the filters select from the one ranking, its order kept

@@ -185,8 +185,7 @@ class LocalOnnx:
         digest = hashlib.sha256()
         for part in (model, tokenizer):
             with open(part, "rb") as f:
-                while block := f.read(1 << 20):
-                    digest.update(block)
+                digest.update(hashlib.file_digest(f, "sha256").digest())
         try:
             self._tokenizer = Tokenizer.from_file(str(tokenizer))
             self._session = _session(model)
