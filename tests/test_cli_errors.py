@@ -293,3 +293,41 @@ def test_a_store_under_the_old_naming_is_moved_not_rebuilt(
     assert not old_workdir.exists()
     (moved,) = (tmp_path / "data" / "wikid").glob("Notes_*/Notes_*/wikid-store.sqlite")
     assert moved.exists()
+
+
+def test_the_thin_client_finds_the_socket_config_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client call without a config file locates the daemon with ``os`` alone
+    (``_where``, issue 54); it must agree with the full configuration, which the daemon
+    reads, for a vault given through a symlink, by ``WIKID_PATH``, with ``WIKID_NAME``
+    or ``WIKID_SOCKET``; the command line's vault wins over ``WIKID_PATH``."""
+    from wikid._where import without_config
+    from wikid.config import load
+
+    for key in [k for k in os.environ if k.startswith("WIKID_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    real, other = tmp_path / "My Notes", tmp_path / "Other"
+    real.mkdir(), other.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    cases: list[tuple[str | None, dict[str, str]]] = [
+        (str(tmp_path / "link"), {}),
+        (None, {"WIKID_PATH": str(real)}),
+        (str(real), {"WIKID_PATH": str(other)}),
+        (str(real), {"WIKID_NAME": "notes"}),
+        (str(real), {"WIKID_SOCKET": str(tmp_path / "s.sock")}),
+    ]
+    for vault, environ in cases:
+        with monkeypatch.context() as m:
+            for key, value in environ.items():
+                m.setenv(key, value)
+            light = without_config(vault, None)
+            full = load(None, vault).daemon()
+        assert light is not None
+        assert (light.path, light.socket, light.name) == (full.path, full.socket, full.name)
+        assert light.path == str(real.resolve()), (vault, environ)
+    (tmp_path / "config" / "wikid").mkdir(parents=True)
+    (tmp_path / "config" / "wikid" / "config.toml").write_text("", "utf-8")
+    assert without_config(str(real), None) is None  # a config file: read it in full

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -43,11 +44,29 @@ def test_a_wheel_installs_with_plain_pip_and_works_offline(tmp_path: Path) -> No
     assert all(str(venv) in w for w in where), where  # wikid and its tokenizer: the wheel's
     # The distribution is wikid-rag ("wikid" on PyPI is another program); the import
     # package and the command are wikid.
-    meta = "import importlib.metadata as m; d = m.distribution('wikid-rag'); print(d.metadata['Name'])"
+    meta = (
+        "import importlib.metadata as m; d = m.distribution('wikid-rag'); print(d.metadata['Name'])"
+    )
     assert run(py, "-c", meta, env=env).strip() == "wikid-rag"
 
     vault = tmp_path / "vault"
     shutil.copytree(EXAMPLE, vault)
+    # The thin client as installed (issue 54): a client call imports neither click nor
+    # the full config, nor what those would bring (pathlib, typing, hashlib's OpenSSL).
+    # No daemon runs yet: the call fails (exit 3) on the same imports as one that works.
+    probe = subprocess.run(
+        [py, "-X", "importtime", wikid, "status", "--vault", vault, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd="/",
+    )
+    assert probe.returncode == 3 and "no wikid daemon" in probe.stderr, probe.stderr[-500:]
+    loaded = {line.split("|")[-1].strip() for line in probe.stderr.splitlines() if "|" in line}
+    assert "wikid.cli._client" in loaded, sorted(loaded)
+    heavy = {"click", "wikid.config", "pathlib", "typing", "hashlib", "logging"}
+    assert not heavy & loaded, sorted(heavy & loaded)
     report = json.loads(run(wikid, "index", "--vault", vault, "--json", env=env))
     assert report["notes"] >= 5 and report["embedded"] > 0 and report["llm_calls"] == 0
 

@@ -12,8 +12,11 @@ ImportError), and the one warning LightRAG logs about pypinyin is dropped.
 from __future__ import annotations
 
 import sys
-from importlib.machinery import ModuleSpec
-from types import ModuleType
+
+TYPE_CHECKING = False  # a client call imports this module: annotations only
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
 OPTIONAL = ("pypinyin", "langchain_text_splitters", "langchain_experimental", "langchain_core")
 

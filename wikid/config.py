@@ -12,12 +12,14 @@ defaults for every vault; ``[vaults.NAME]`` tables hold per-vault keys (at least
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from wikid import _where
+from wikid._where import ConfigError as ConfigError  # re-exported: its users import it from here
+from wikid._where import safe_name as safe_name
 
 QUERY_MODES = ("local", "global", "hybrid", "mix", "naive")
 LLM_KINDS = ("openai", "ollama")
@@ -32,10 +34,6 @@ NO_LLM = (
     "and WIKID_LLM_MODEL (and WIKID_LLM_API_KEY if the endpoint needs one), or llm_base_url "
     "and llm_model in the config; llm_kind is openai (any OpenAI-compatible server) or ollama"
 )
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be used; the message says which key and why."""
 
 
 class LLMConfig(NamedTuple):
@@ -58,18 +56,9 @@ class ExtractSettings(NamedTuple):
     retry_s: float = 30.0
 
 
-def safe_name(name: str) -> str:
-    """Letters, digits and "_" only, as LightRAG's server insists for a workspace."""
-    return re.sub(r"[^A-Za-z0-9_]+", "_", name).strip("_") or "vault"
-
-
 def workspace_name(vault: Path) -> str:
-    """A vault's key when no [vaults.NAME] table names it: its folder name and a short
-    hash of its full path, so ~/work/Notes and ~/home/Notes never share a store,
-    a LightRAG workspace or a socket."""
-    path = vault.expanduser().resolve()
-    digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:8]
-    return f"{safe_name(path.name)}_{digest}"
+    """A vault's key when no [vaults.NAME] table names it (``_where.workspace_name``)."""
+    return _where.workspace_name(os.fspath(vault))
 
 
 def legacy_workspace_name(vault: Path) -> str:
@@ -162,6 +151,10 @@ class VaultConfig(NamedTuple):
             return self.workdir / old
         return data_home() / old / old
 
+    def daemon(self) -> _where.Where:
+        """Where a client finds this (resolved) vault's daemon."""
+        return _where.Where(str(self.path), str(self.socket), self.name)
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-safe view, with no secrets."""
         out = {k: (str(v) if isinstance(v, Path) else v) for k, v in self._asdict().items()}
@@ -172,19 +165,15 @@ class VaultConfig(NamedTuple):
 
 def runtime_dir() -> Path:
     """``$XDG_RUNTIME_DIR/wikid``, else a private per-user folder under the temp dir."""
-    base = os.environ.get("XDG_RUNTIME_DIR")
-    if base:
-        return Path(base) / "wikid"
-    return Path(os.environ.get("TMPDIR", "/tmp")) / f"wikid-{os.getuid()}"
+    return Path(_where.runtime_dir())
 
 
 def default_socket(name: str) -> Path:
-    return runtime_dir() / f"{name}.sock"
+    return Path(_where.default_socket(name))
 
 
 def default_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "wikid" / "config.toml"
+    return Path(_where.default_config_path())
 
 
 # Each key's declared type, as written (NamedTuple keeps this module's string
@@ -275,6 +264,7 @@ def load(
     if not isinstance(vaults, dict) or not all(isinstance(t, dict) for t in vaults.values()):
         raise ConfigError(f'{path}: vaults must be tables, [vaults.NAME] with path = "..."')
     table: dict[str, Any] | None = None
+    wanted: Path | None = None
     if vault is not None and str(vault) in vaults:
         table, values["name"] = vaults[str(vault)], str(vault)
     elif vault is not None:
@@ -289,6 +279,8 @@ def load(
     if table is not None:
         _apply(values, table, f"{path} [vaults.{values.get('name')}]")
     values.update(env_overrides(environ))
+    if wanted is not None:
+        values["path"] = wanted  # the command line's vault, over WIKID_PATH
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     if values.get("path") is None:
         names = ", ".join(vaults) or "none"

@@ -12,43 +12,52 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
+from wikid._where import UNKNOWN, ConfigError, Where, without_config
 from wikid.client import DaemonNotRunning, RemoteError, request
-from wikid.config import ConfigError, VaultConfig
-from wikid.config import load as load_config
+
+TYPE_CHECKING = False  # typing's own costs a client call ~4 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 
-def client_config(
-    vault: str | None, config_path: Path | None, socket_path: Path | None
-) -> VaultConfig:
-    """A client command's configuration: it needs only the daemon's socket, so
-    ``--socket`` alone is enough. Raises ``ConfigError`` for a bad one."""
-    socket_path = socket_path or _env_socket()
+def client_config(vault: str | None, config: str | None, socket: str | None) -> Where:
+    """Where a client command's daemon listens: it needs only the socket, so
+    ``--socket`` alone is enough. Without a config file this is ``os`` work
+    (``_where``); with one, the configuration is read in full. Raises
+    ``ConfigError`` for a bad one."""
+    found = None if config else without_config(vault, socket)
+    if found is not None:
+        return found
+    from pathlib import Path
+
+    from wikid.config import VaultConfig
+    from wikid.config import load as load_config
+
+    socket = socket or _env_socket()
+    config_path = Path(config) if config else None
+    socket_path = Path(socket) if socket else None
     try:
-        return load_config(config_path, vault, overrides={"socket": socket_path})
+        return load_config(config_path, vault, overrides={"socket": socket_path}).daemon()
     except ConfigError:
         if socket_path is not None and vault is None:  # the vault is the daemon's business
-            return VaultConfig(path=Path.cwd(), socket=socket_path, name=UNKNOWN).resolved()
+            return (
+                VaultConfig(path=Path.cwd(), socket=socket_path, name=UNKNOWN).resolved().daemon()
+            )
         raise
 
 
-UNKNOWN = "?"  # the name of a vault a client was not told (``--socket`` alone)
-
-
-def _env_socket() -> Path | None:
+def _env_socket() -> str | None:
     import os
 
-    found = os.environ.get("WIKID_SOCKET")
-    return Path(found) if found else None
+    return os.environ.get("WIKID_SOCKET") or None
 
 
-def not_running(cfg: VaultConfig, op: str) -> str:
+def not_running(cfg: Where, op: str) -> str:
     """What to say when nothing listens on the vault's socket: the socket, and how to
     start a daemon there (with the same ``--socket``, the service's instance name)."""
-    from wikid.config import default_socket, safe_name
+    from wikid._where import default_socket, safe_name
 
     sock = cfg.socket
     known = cfg.name != UNKNOWN
@@ -60,7 +69,9 @@ def not_running(cfg: VaultConfig, op: str) -> str:
         else f"no wikid daemon listens on {sock}."
     )
     custom = sock != default_socket(safe_name(cfg.name)) if known else True
-    run = f"wikid run --vault {cfg.path if known else 'PATH'}" + (f" --socket {sock}" if custom else "")
+    run = f"wikid run --vault {cfg.path if known else 'PATH'}" + (
+        f" --socket {sock}" if custom else ""
+    )
     lines = [head, f"Start one with:  {run}"]
     if known and not custom:
         lines.append("(A daemon started with --socket is found only with the same --socket.)")
@@ -72,7 +83,7 @@ def show(data: Any, as_json: bool, readable: Callable[[Any], str]) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=1) if as_json else readable(data))
 
 
-def call(cfg: VaultConfig, op: str, **args: Any) -> Any:
+def call(cfg: Where, op: str, **args: Any) -> Any:
     """One request to the vault's daemon; no daemon is exit 3, an error reply exit 4."""
     assert cfg.socket is not None
     try:
@@ -218,7 +229,9 @@ def evidence_text(res: dict[str, Any]) -> str:
     if res.get("stopped"):
         rows.append(f"stopped: {res['stopped']['why']}")
     if "llm" in res and res["llm"] != "configured":
-        rows.append("(no LLM configured: evidence only; set WIKID_LLM_BASE_URL and WIKID_LLM_MODEL)")
+        rows.append(
+            "(no LLM configured: evidence only; set WIKID_LLM_BASE_URL and WIKID_LLM_MODEL)"
+        )
     return "\n".join(rows)
 
 
@@ -279,7 +292,7 @@ PRINTERS: dict[str, Callable[[Any], str]] = {
 }
 
 
-def run_op(cfg: VaultConfig, op: str, as_json: bool, **args: Any) -> None:
+def run_op(cfg: Where, op: str, as_json: bool, **args: Any) -> None:
     """A client command that is one op and a printout (every one but ``query``)."""
     reply = call(cfg, op, **args)
     if op in DONE:
@@ -291,7 +304,7 @@ def run_op(cfg: VaultConfig, op: str, as_json: bool, **args: Any) -> None:
 SCREEN_BUDGET = 1000  # tokens of evidence printed for a person when --budget is not given
 
 
-def run_query(cfg: VaultConfig, args: dict[str, Any], answer: bool, as_json: bool) -> None:
+def run_query(cfg: Where, args: dict[str, Any], answer: bool, as_json: bool) -> None:
     """``wikid query``: the evidence, or with ``answer`` the LLM's answer streamed. Read
     by a person, the evidence is about one screen unless ``--budget`` asks for more;
     as JSON (a program's), the configured budget."""

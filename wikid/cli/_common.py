@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from wikid._where import Where
 from wikid.cli._client import client_config
 from wikid.config import ConfigError, VaultConfig
 from wikid.config import load as load_config
@@ -58,21 +59,13 @@ workdir_option = click.option(
 
 
 def load(
-    vault: str | None,
-    config_path: Path | None,
-    socket_path: Path | None,
-    *,
-    client: bool = False,
-    **overrides: Any,
+    vault: str | None, config_path: Path | None, socket_path: Path | None, **overrides: Any
 ) -> VaultConfig:
     """The vault's configuration; a bad one is a usage error (one line, exit 2).
 
-    A command that reads the vault itself (not ``client``) needs it to be a readable
-    folder, so a typo creates and removes nothing; a client command needs only the
-    daemon's socket, so ``--socket`` alone is enough."""
+    The command reads the vault itself, so it must be a readable folder: a typo creates
+    and removes nothing."""
     try:
-        if client:
-            return client_config(vault, config_path, socket_path)
         cfg = load_config(config_path, vault, overrides={"socket": socket_path, **overrides})
     except ConfigError as exc:
         raise UserError(str(exc)) from exc
@@ -81,6 +74,19 @@ def load(
     if not os.access(cfg.path, os.R_OK | os.X_OK):
         raise UserError(f"the vault {cfg.path} cannot be read")
     return cfg
+
+
+def daemon(vault: str | None, config_path: Path | None, socket_path: Path | None) -> Where:
+    """Where a client command's daemon listens: it needs only the socket, so
+    ``--socket`` alone is enough; a bad configuration is a usage error."""
+    try:
+        return client_config(
+            vault,
+            str(config_path) if config_path else None,
+            str(socket_path) if socket_path else None,
+        )
+    except ConfigError as exc:
+        raise UserError(str(exc)) from exc
 
 
 # Property filters (``sync/props.py``) on search and query.

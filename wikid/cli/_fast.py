@@ -12,15 +12,15 @@ unchanged. Each spec below mirrors its click command's options
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Any
 
-from wikid.config import QUERY_MODES
+TYPE_CHECKING = False  # typing's own costs a client call ~4 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 COMMON = {"--vault": "vault", "--config": "config", "--socket": "socket"}
 # command -> (its positional argument, {option: (name, kind)}); kind "flag", "str",
-# "int", "many" (a string, repeatable: a list) or a tuple of choices. ``--json`` is every command's but stop's and reindex's.
-SPECS: dict[str, tuple[str | None, dict[str, tuple[str, Any]]]] = {
+# "int", "many" (a string, repeatable: a list), "budget" or "mode" (checked as click does). ``--json`` is every command's but stop's and reindex's.
+SPECS: dict[str, tuple[str | None, dict[str, tuple[str, str]]]] = {
     "status": (None, {}),
     "links": ("note", {}),
     "backlinks": ("note", {}),
@@ -47,7 +47,7 @@ SPECS: dict[str, tuple[str | None, dict[str, tuple[str, Any]]]] = {
     "query": (
         "text",
         {
-            "--mode": ("mode", QUERY_MODES),
+            "--mode": ("mode", "mode"),
             "--budget": ("budget", "budget"),
             "--answer": ("answer", "flag"),
             "--explain": ("explain", "flag"),
@@ -68,7 +68,7 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
         return None
     command, rest = argv[0], argv[1:]
     positional, options = SPECS[command]
-    known: dict[str, tuple[str, Any]] = {k: (v, "str") for k, v in COMMON.items()}
+    known: dict[str, tuple[str, str]] = {k: (v, "str") for k, v in COMMON.items()}
     known.update(options)
     if command not in NO_JSON:
         known["--json"] = ("json", "flag")
@@ -116,7 +116,7 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any]] | None:
     return command, values
 
 
-def _value(raw: str, kind: Any) -> Any:
+def _value(raw: str, kind: str) -> Any:
     if kind in ("int", "budget"):
         try:
             number = int(raw.strip())
@@ -125,8 +125,10 @@ def _value(raw: str, kind: Any) -> Any:
         if kind == "budget" and not BUDGET[0] <= number <= BUDGET[1]:
             return None  # click's own range error, exit 2
         return number
-    if isinstance(kind, tuple):
-        return raw if raw in kind else None
+    if kind == "mode":  # config is not light: imported only when a mode is given
+        from wikid.config import QUERY_MODES
+
+        return raw if raw in QUERY_MODES else None
     return raw
 
 
@@ -135,14 +137,12 @@ def run(argv: list[str]) -> bool:
     parsed = parse(argv)
     if parsed is None:
         return False
+    from wikid._where import ConfigError
     from wikid.cli._client import client_config, run_op, run_query
-    from wikid.config import ConfigError
 
     command, v = parsed
-    socket_path = Path(v["socket"]) if "socket" in v else None
-    config_path = Path(v["config"]) if "config" in v else None
     try:
-        cfg = client_config(v.get("vault"), config_path, socket_path)
+        cfg = client_config(v.get("vault"), v.get("config"), v.get("socket"))
     except ConfigError:
         return False  # click's command says so, in its words
     as_json = bool(v.pop("json", False))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from wikid.cli._common import load, vault_option
+from wikid.cli._common import daemon, vault_option
 
 
 @click.command("mcp")
@@ -26,7 +26,7 @@ def mcp(
     It talks to the vault's running daemon (wikid run) and indexes nothing itself.
 
     Example: wikid mcp --vault ~/Notes --print-config"""
-    cfg = load(vault, config_path, socket_path, client=True)
+    cfg = daemon(vault, config_path, socket_path)
     try:
         from wikid.cli.mcp_server import build, client_config
     except ImportError as exc:

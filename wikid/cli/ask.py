@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from wikid.cli._client import run_op, run_query
-from wikid.cli._common import load, vault_option, where_option
+from wikid.cli._common import daemon, vault_option, where_option
 from wikid.cli._fast import BUDGET
 from wikid.config import QUERY_MODES
 
@@ -53,7 +53,7 @@ def query(
     No LLM is involved unless --answer (then the answer streams, citing notes).
 
     Example: wikid query "who wrote the first program?" --budget 1500"""
-    cfg = load(vault, config_path, socket_path, client=True)
+    cfg = daemon(vault, config_path, socket_path)
     args: dict[str, Any] = {"text": text, "mode": mode, "budget": budget, "explain": explain}
     if where:
         args["where"] = list(where)
@@ -82,7 +82,7 @@ def search(
     """Full-text search (BM25 over title, aliases, summary, tags and body).
 
     Example: wikid search "analytical engine" --tag person --folder People"""
-    cfg = load(vault, config_path, socket_path, client=True)
+    cfg = daemon(vault, config_path, socket_path)
     filters = {"where": list(where)} if where else {}
     run_op(cfg, "search", as_json, text=text, k=k, folder=folder, tag=tag, **filters)
 
@@ -96,4 +96,4 @@ def cost(
     """LLM calls and tokens so far, by phase and model, with the estimated price.
 
     Example: wikid cost --json"""
-    run_op(load(vault, config_path, socket_path, client=True), "cost", as_json)
+    run_op(daemon(vault, config_path, socket_path), "cost", as_json)

@@ -24,9 +24,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from wikid import __version__
+from wikid._where import Where
 from wikid.cli._client import not_running
 from wikid.client import DaemonNotRunning, RemoteError, request
-from wikid.config import VaultConfig
 
 READ_ONLY = ToolAnnotations.model_validate(
     {"readOnlyHint": True, "openWorldHint": False, "destructiveHint": False, "idempotentHint": True}
@@ -38,9 +38,8 @@ NOTES_RESOURCE_CAP = 200
 class Daemon:
     """The vault's daemon, reached over its socket; errors become tool errors."""
 
-    def __init__(self, cfg: VaultConfig) -> None:
-        assert cfg.socket is not None
-        self.cfg, self.socket, self.vault = cfg, cfg.socket, str(cfg.path)
+    def __init__(self, cfg: Where) -> None:
+        self.cfg, self.socket, self.vault = cfg, cfg.socket, cfg.path
 
     async def call(self, op: str, **args: Any) -> Any:
         try:
@@ -107,7 +106,7 @@ def instructions(status: dict[str, Any] | None) -> str:
     )
 
 
-def build(cfg: VaultConfig) -> MCPServer:
+def build(cfg: Where) -> MCPServer:
     """The MCP server for one vault's daemon."""
     daemon = Daemon(cfg)
     try:
@@ -298,9 +297,7 @@ def build(cfg: VaultConfig) -> MCPServer:
     return server
 
 
-def client_config(cfg: VaultConfig, command: str) -> dict[str, Any]:
+def client_config(cfg: Where, command: str) -> dict[str, Any]:
     """What registers this server in Claude Desktop or Claude Code."""
-    args = ["mcp", "--vault", str(cfg.path)]
-    if cfg.socket is not None:
-        args += ["--socket", str(cfg.socket)]
+    args = ["mcp", "--vault", cfg.path, "--socket", cfg.socket]
     return {"mcpServers": {f"wikid-{Path(cfg.path).name}": {"command": command, "args": args}}}

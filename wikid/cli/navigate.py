@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from wikid.cli._client import run_op
-from wikid.cli._common import load, vault_option, where_option
+from wikid.cli._common import daemon, vault_option, where_option
 
 
 @click.command()
@@ -26,7 +26,7 @@ def status(
     """What the daemon holds and is doing; notes it could not read, and why.
 
     Example: wikid status --vault ~/Notes --json"""
-    run_op(load(vault, config_path, socket_path, client=True), "status", as_json)
+    run_op(daemon(vault, config_path, socket_path), "status", as_json)
 
 
 def _edge_command(op: str, doc: str) -> click.Command:
@@ -43,7 +43,7 @@ def _edge_command(op: str, doc: str) -> click.Command:
         note: str,
         as_json: bool,
     ) -> None:
-        run_op(load(vault, config_path, socket_path, client=True), op, as_json, note=note)
+        run_op(daemon(vault, config_path, socket_path), op, as_json, note=note)
 
     return command
 
@@ -66,7 +66,7 @@ def broken(
     """Unresolved links, with the notes that hold them.
 
     Example: wikid broken --vault ~/Notes"""
-    run_op(load(vault, config_path, socket_path, client=True), "broken", as_json)
+    run_op(daemon(vault, config_path, socket_path), "broken", as_json)
 
 
 @click.command()
@@ -88,7 +88,7 @@ def neighbors(
     kinds of link that lead there.
 
     Example: wikid neighbors 'Ada Lovelace' --depth 2"""
-    cfg = load(vault, config_path, socket_path, client=True)
+    cfg = daemon(vault, config_path, socket_path)
     run_op(cfg, "neighbors", as_json, note=note, depth=depth, limit=limit)
 
 
@@ -113,7 +113,7 @@ def related(
     that it does not link yet; each with why (the closest passages, what they share).
 
     Example: wikid related 'Ada Lovelace' --where type=person"""
-    cfg = load(vault, config_path, socket_path, client=True)
+    cfg = daemon(vault, config_path, socket_path)
     extra: dict[str, object] = {"where": list(where)} if where else {}
     if include_linked:
         extra["include_linked"] = True
@@ -126,7 +126,7 @@ def _daemon_command(op: str, doc: str) -> click.Command:
     @click.command(op, help=doc)
     @vault_option
     def command(vault: str | None, config_path: Path | None, socket_path: Path | None) -> None:
-        run_op(load(vault, config_path, socket_path, client=True), op, False)
+        run_op(daemon(vault, config_path, socket_path), op, False)
 
     return command
 
