@@ -121,3 +121,19 @@ def test_a_mostly_chinese_vault_is_told_which_model_to_set() -> None:
     assert hint is not None and "multilingual ONNX model" in hint and "docs/languages.md" in hint
     assert embedding_hint(garden, "/models/multilingual/model.onnx") is None
     assert embedding_hint(VaultGraph.load(shared_vault("tasks-docs")), "minilm") is None
+
+
+def test_related_weighs_the_words_as_the_meaning_for_a_note_the_model_cannot_read() -> None:
+    """``related`` fuses meaning, links and the words of a note's title and opening. For
+    a note mostly in CJK script under the shipped English model, the words weigh as much
+    as the meaning (knowledge-garden recall@10 .444 -> .528); for an English note, or
+    under a model the user set, the measured weights stay (issue 53)."""
+    from wikid.ask.related import UNREAD, WEIGHTS, weights_for
+    from wikid.store.embed import MINILM_ID
+
+    assert cjk.share("卡片笔记 Zettelkasten") == 4 / 16 and cjk.share("") == 0.0
+    chinese = "卡片盒笔记法 我的永久笔记是一种写作方法, 用 Zettelkasten 和 Obsidian"
+    assert weights_for(MINILM_ID, chinese) == UNREAD != WEIGHTS
+    assert UNREAD["bm25"] == UNREAD["vector"] > WEIGHTS["bm25"]
+    assert weights_for(MINILM_ID, "Slip-box notes: a way of writing, 一") == WEIGHTS
+    assert weights_for("onnx:multilingual:0123456789abcdef", chinese) == WEIGHTS

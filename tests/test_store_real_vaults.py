@@ -265,6 +265,16 @@ def test_related_notes_beat_meaning_links_and_title_search(indexed: dict[str, An
     print(f"\n{indexed['name']} related recall@10 {got}")
     assert got["wikid"] > max(got["vectors"], got["links"], got["bm25_title"]), got
     assert got["wikid"] >= got["bm25_opening"] + 0.15, got  # the stronger baseline
+    if indexed["name"] == "vaultofknowledge":
+        # 20 seeds judged before wikid was asked about them (issue 51), half related by
+        # meaning rather than title words: lower figures (0.575 against BM25's 0.401
+        # when written), the same margin over the stronger baseline
+        later = loop.run_until_complete(
+            recall.related_recall(idx, recall.related_sets("vaultofknowledge-round4"))
+        )
+        print(f"vaultofknowledge round-4 seeds: related recall@10 {later}")
+        assert later["wikid"] > max(later["vectors"], later["links"], later["bm25_title"])
+        assert later["wikid"] >= later["bm25_opening"] + 0.15, later
 
 
 def test_lightrag_server_finds_each_question_note_in_every_mode(

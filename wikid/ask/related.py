@@ -37,9 +37,10 @@ import numpy as np
 
 from wikid.ask.fuse import Ranked, fuse
 from wikid.ask.walk import meaning_of
+from wikid.core import cjk
 from wikid.core.chunk import is_boilerplate, is_placeholder
 from wikid.core.graph import GHOST, TAG, VaultGraph
-from wikid.store.embed import normalized
+from wikid.store.embed import MINILM_ID, normalized
 
 if TYPE_CHECKING:
     from wikid.sync.index import Index
@@ -59,6 +60,13 @@ RRF_K = 5
 # knowledge-garden: without words .967 / 1.000 / .856 / .403; at weight 1 .917 / 1.000 /
 # .866 / .444; at 0.5 .942 / 1.000 / .881 / .444; at 0.25 .942 / 1.000 / .851 / .444.
 WEIGHTS = {"vector": 1.0, "graph": 1.0, "bm25": 0.5}
+# The shipped model was trained on English: for a note written mostly in Chinese,
+# Japanese or Korean its meaning score says little (knowledge-garden: meaning alone
+# .403), and the words then weigh as much as the meaning. knowledge-garden .444 -> .528,
+# the English sets unchanged (the same weight everywhere cost vaultofknowledge .881 ->
+# .866). A model the user set (``embedding``) is taken to read the vault's language.
+UNREAD = {**WEIGHTS, "bm25": WEIGHTS["vector"]}
+UNREAD_SHARE = 0.5  # of the title and opening's letters in CJK script
 WORDS = 30
 WORDS_POOL = 20
 # Of those words, the 10 in fewest notes are asked for: the same recall on every set as
@@ -172,9 +180,12 @@ async def _found(
         key=lambda p: (-graph[p].score, -tie[p], p),
     )
     lists = {"vector": meaning, "graph": by_graph}
+    weights = WEIGHTS
     if "bm25" in signals:
-        lists["bm25"] = [p for p in await _words(index, path) if wanted(p)][:WORDS_POOL]
-    fused = fuse(lists, RRF_K, WEIGHTS).values()
+        words, text = await _words(index, path)
+        lists["bm25"] = [p for p in words if wanted(p)][:WORDS_POOL]
+        weights = weights_for(index.model_id, text)
+    fused = fuse(lists, RRF_K, weights).values()
     ranked = sorted(fused, key=lambda r: r.rank)
     if among is not None:  # the filters select from the one ranking, its order kept
         ranked = [r for r in ranked if r.path in among]
@@ -276,20 +287,27 @@ async def _texts(index: Index, pairs: list[_Near]) -> None:
         n.text = (row or {}).get("content", "")
 
 
-async def _words(index: Index, path: str) -> list[str]:
+def weights_for(model_id: str, text: str) -> dict[str, float]:
+    """The signals' weights for a note whose title and opening words are ``text``: the
+    words weigh as much as the meaning where the shipped model cannot read them."""
+    return UNREAD if model_id == MINILM_ID and cjk.share(text) >= UNREAD_SHARE else WEIGHTS
+
+
+async def _words(index: Index, path: str) -> tuple[list[str], str]:
     async with index.graph_still:  # the note's opening: the graph's, or its cache row
         return await asyncio.to_thread(_by_words, index, path)
 
 
-def _by_words(index: Index, path: str) -> list[str]:
-    """BM25's notes for the note's title and opening words, best first (in a worker
+def _by_words(index: Index, path: str) -> tuple[list[str], str]:
+    """BM25's notes for the note's title and opening words, best first, and those words
+    (in a worker
     thread: a head's opening comes from the parse cache). Words in over half the notes
     are left out, as a query's BM25 leaves them: they rank every note and cost most."""
     note = index.graph.payload(path)
     opening = " ".join((note.opening or "").split()[:WORDS])
     text = f"{note.title} {opening}"
     hits = index.search(text, 2 * WORDS_POOL, None, None, rare_only=True, rarest=RAREST)
-    return [h.path for h in hits]
+    return [h.path for h in hits], text
 
 
 def _by_graph(vg: VaultGraph, path: str) -> tuple[dict[str, _Graph], set[str]]:

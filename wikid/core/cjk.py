@@ -35,6 +35,15 @@ def has_cjk(text: str) -> bool:
     return _CHAR.search(text) is not None
 
 
+_LETTER = re.compile(r"\w")
+
+
+def share(text: str) -> float:
+    """The part of ``text``'s letters and digits that are CJK characters (0 to 1)."""
+    letters = len(_LETTER.findall(text))
+    return len(_CHAR.findall(text)) / letters if letters else 0.0
+
+
 # Where a space makes a CJK character a word: after one, or before one, unless a
 # space is there already.
 _EDGE = re.compile(f"(?<=[{_RANGES}])(?=\\S)|(?<=\\S)(?=[{_RANGES}])")
