@@ -273,3 +273,50 @@ def test_the_graph_and_the_rows_are_not_in_the_heap(tmp_path: Path, few_rows: No
     )
     print(f"heap grew {grown / 2**20:.1f} MiB; rows 7.3 MiB, graph {graph_bytes / 2**20:.1f} MiB")
     assert grown < graph_bytes / 2
+
+
+def test_a_graph_built_after_the_rows_were_stamped_is_viewed_at_the_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store closed while its graph was still building stamps rows without one; the
+    next start builds it. That graph must be stamped when this start closes, though its
+    rows did not change: else every start built it again (a 13k vault's relation
+    vectors, ~12 s of a core a start, before this test)."""
+    import asyncio
+
+    import wikid.store._ann as ann
+    from wikid.sync.index import Index
+    from wikid.testing import HashEmbedder
+
+    monkeypatch.setattr(ann, "QUIET", 0.0)
+    vault, workdir = tmp_path / "vault", tmp_path / "wd"
+    vault.mkdir()
+    for i in range(300):
+        (vault / f"N{i}.md").write_text(f"# N{i}\n\nnote {i} about topic {i % 17}.\n", "utf-8")
+
+    def chunks_index(idx: Index) -> VectorIndex:
+        index: VectorIndex = idx.store.rag.chunks_vdb._index
+        return index
+
+    async def start(build: bool) -> tuple[int, bool]:
+        """One start: (graphs built, searched by a graph before any build); without
+        ``build``, the rows are too few for a graph in this start."""
+        monkeypatch.setenv("WIKID_ANN_MIN_ROWS", "200" if build else "100000")
+        idx = await Index.open(vault, workdir, embedder=HashEmbedder())
+        try:
+            await idx.sync()
+            index = chunks_index(idx)
+            viewed = index.searched_by_graph and index.graph_builds == 0
+            if build:
+                index.candidates(_vectors(np.random.default_rng(1), 1), 5)  # starts one
+                index.wait_for_graph()
+            return index.graph_builds, viewed
+        finally:
+            await idx.close()
+
+    first = asyncio.run(start(build=False))  # stamped rows, no graph
+    assert first == (0, False)
+    second = asyncio.run(start(build=True))  # nothing changed: the stamp names no graph
+    assert second == (1, False)
+    third = asyncio.run(start(build=True))  # the second start's graph, viewed
+    assert third == (0, True)

@@ -186,6 +186,12 @@ class VectorIndex:
         }
 
     @property
+    def graph_digest(self) -> int:
+        """The digest of the graph's file that a stamp would name (0: no graph)."""
+        graph = self._ann.graph if self._ann is not None else None
+        return graph.digest if graph is not None else 0
+
+    @property
     def searched_by_graph(self) -> bool:
         """Whether a query's first pass asks the graph (else it scans every row)."""
         return self._ann is not None and self._ann.graph is not None and self._n >= min_rows()
