@@ -99,10 +99,17 @@ def test_a_quiet_index_builds_again_and_the_changes_fold_in(
     index = VectorIndex(DIM, tmp_path / "v.i8")
     index.put([f"id{i}" for i in range(1000)], _vectors(rng, 1000))
     index.wait_for_graph()
-    index.put([f"x{i}" for i in range(10)], _vectors(rng, 10))
+    few = _vectors(rng, 10)
+    index.put([f"x{i}" for i in range(10)], few)
     assert index._ann is not None and len(index._ann.dirty) == 10
     time.sleep(0.3)
-    index.candidates(_vectors(rng, 1), 5)  # a query after the quiet starts the build
+    # 10 changed rows of 1,000: scanned beside the graph, not worth a new one (a 20th)
+    assert all(f"x{i}" in index.candidates(v, 5)[0] for i, v in enumerate(few))
+    index.wait_for_graph()
+    assert index.graph_builds == 1 and len(index._ann.dirty) == 10
+    index.put([f"y{i}" for i in range(50)], _vectors(rng, 50))
+    time.sleep(0.3)
+    index.candidates(_vectors(rng, 1), 5)  # 60 changes, quiet: the query starts the build
     index.wait_for_graph()
     assert index.graph_builds == 2 and not index._ann.dirty
 
