@@ -20,6 +20,7 @@ except ImportError:
     except ImportError:
         from hashlib import sha256
 
+
 class ConfigError(ValueError):
     """The configuration cannot be used; the message says which key and why. (Here,
     not in ``config``, so that a client call can catch it without importing that.)"""
@@ -75,6 +76,11 @@ def default_config_path() -> str:
     return os.path.join(base, "wikid", "config.toml")
 
 
+def socket_alone(socket: str) -> Where:
+    """The daemon on ``socket``, its vault not given: the daemon knows which it is."""
+    return Where(os.getcwd(), os.path.expanduser(socket), UNKNOWN)
+
+
 def without_config(vault: str | None, socket: str | None) -> Where | None:
     """The daemon of a vault given by path, when no config file can say otherwise (there
     is none): else None, and the caller reads the configuration in full. The daemon's
@@ -87,7 +93,7 @@ def without_config(vault: str | None, socket: str | None) -> Where | None:
     if vault is None:
         if socket is None:
             return None  # no vault given: config says so, in its words
-        return Where(os.getcwd(), os.path.expanduser(socket), UNKNOWN)
+        return socket_alone(socket)
     path = full_path(vault)
     name = os.environ.get("WIKID_NAME") or workspace_name(path)
     return Where(path, os.path.expanduser(socket or default_socket(safe_name(name))), name)

@@ -300,9 +300,9 @@ async def _words(index: Index, path: str) -> tuple[list[str], str]:
 
 def _by_words(index: Index, path: str) -> tuple[list[str], str]:
     """BM25's notes for the note's title and opening words, best first, and those words
-    (in a worker
-    thread: a head's opening comes from the parse cache). Words in over half the notes
-    are left out, as a query's BM25 leaves them: they rank every note and cost most."""
+    (in a worker thread: a head's opening comes from the parse cache). Words in over
+    half the notes are left out, as a query's BM25 leaves them: they rank every note and
+    cost most."""
     note = index.graph.payload(path)
     opening = " ".join((note.opening or "").split()[:WORDS])
     text = f"{note.title} {opening}"

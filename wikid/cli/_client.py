@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
-from wikid._where import UNKNOWN, ConfigError, Where, without_config
+from wikid._where import UNKNOWN, ConfigError, Where, socket_alone, without_config
 from wikid.client import DaemonNotRunning, RemoteError, request
 
 TYPE_CHECKING = False  # typing's own costs a client call ~4 ms
@@ -32,19 +32,16 @@ def client_config(vault: str | None, config: str | None, socket: str | None) -> 
         return found
     from pathlib import Path
 
-    from wikid.config import VaultConfig
     from wikid.config import load as load_config
 
     socket = socket or _env_socket()
     config_path = Path(config) if config else None
-    socket_path = Path(socket) if socket else None
     try:
+        socket_path = Path(socket) if socket else None
         return load_config(config_path, vault, overrides={"socket": socket_path}).daemon()
     except ConfigError:
-        if socket_path is not None and vault is None:  # the vault is the daemon's business
-            return (
-                VaultConfig(path=Path.cwd(), socket=socket_path, name=UNKNOWN).resolved().daemon()
-            )
+        if socket is not None and vault is None:  # the vault is the daemon's business
+            return socket_alone(socket)
         raise
 
 
@@ -85,7 +82,6 @@ def show(data: Any, as_json: bool, readable: Callable[[Any], str]) -> None:
 
 def call(cfg: Where, op: str, **args: Any) -> Any:
     """One request to the vault's daemon; no daemon is exit 3, an error reply exit 4."""
-    assert cfg.socket is not None
     try:
         return request(cfg.socket, op, vault=str(cfg.path), **args)
     except DaemonNotRunning:
