@@ -11,9 +11,10 @@ float32 with SIMD, float16 one value at a time; 40k x 384 scored in ~12 ms vs ~4
 
 The rows live in a file the index alone writes (``_int8_rows.FileRows``: read per
 query, held by the kernel's page cache, not by this process), or in the heap for a
-process that only reads the store. A file-backed index can be stamped (``save``) and
-opened again (``read``) with a stamp the caller chooses: a restart then opens the rows
-instead of decoding every float32 row (2-3 s at 13k notes, far more from a cold disk).
+process that only reads the store. A file-backed index can be stamped (``save``, in
+``_vector_stamp``'s file) and opened again (``read``) with a stamp the caller chooses:
+a restart then opens the rows instead of decoding every float32 row (2-3 s at 13k
+notes, far more from a cold disk).
 The stamp is a cache's, never the truth: one that does not match the rows means the
 file is ignored; and the stamp file is removed before the first change to the rows
 after it, so a crash can never leave a stamp beside rows it does not describe.
@@ -24,15 +25,13 @@ not a copy of the matrix.
 
 from __future__ import annotations
 
-import os
 import threading
-import zipfile
 from pathlib import Path
 
 import numpy as np
 import structlog
-import xxhash
 
+from wikid.store import _vector_stamp
 from wikid.store._ann import Ann, Graph, copy_rows, hashes, min_rows
 from wikid.store._int8_rows import FileRows, HeapRows
 from wikid.store.embed import normalized
@@ -380,20 +379,9 @@ class VectorIndex:
         if text.count(b"\n") != max(n - 1, 0):  # an id with a newline: not one file can hold
             return
         self._mat.sync()
-        tmp = stamp_file.with_name(stamp_file.name + ".tmp")
-        with open(tmp, "wb") as fh:
-            np.savez(
-                fh,
-                stamp=np.asarray(stamp, np.int64),
-                scale=self._scale[:n],
-                ids=np.frombuffer(text, np.uint8),
-                digest=np.asarray([_digest(self._mat.path)], np.uint64),
-                # The graph, by its file's digest (0: none), and the keys changed since
-                # its snapshot: the next start views it and scans those beside it.
-                graph=np.asarray([graph.digest if graph else 0], np.uint64),
-                dirty=np.fromiter(sorted(ann.dirty) if graph else [], np.uint64),
-            )
-        os.replace(tmp, stamp_file)
+        dirty = sorted(ann.dirty) if graph else []
+        digest = graph.digest if graph else 0
+        _vector_stamp.write(stamp_file, stamp, self._mat.path, text, self._scale[:n], digest, dirty)
         self._stamped = stamp_file
 
     @classmethod
@@ -406,49 +394,29 @@ class VectorIndex:
         only if the stamp still stands once it is read (else the writer changed the rows
         meanwhile)."""
         try:
-            before = stamp_file.stat()
-            with np.load(stamp_file) as f:
-                if f["stamp"].tolist() != list(stamp):
-                    return None
-                scale = f["scale"].astype(np.float32)
-                text = f["ids"].tobytes()
-                f_digest = int(f["digest"][0])
-                g_digest = int(f["graph"][0]) if "graph" in f else 0
-                dirty = f["dirty"].tolist() if "graph" in f else []
-            names = text.split(b"\n") if text else []
-            n = len(names)
-            if scale.shape != (n,) or rows.stat().st_size != n * dim:
+            found = _vector_stamp.read(stamp_file, rows, dim, stamp)
+            if found is None:
                 return None
-            if f_digest != _digest(rows):  # the rows garbled since they were stamped
-                return None
-            keys = _keys([k.decode() for k in names])
+            n = len(found.names)
+            keys = _keys([k.decode() for k in found.names])
             if writer:
                 mat: HeapRows | FileRows = FileRows(rows, dim, fresh=False)
             else:
                 mat = HeapRows(dim, np.fromfile(rows, np.int8, n * dim).reshape(n, dim))
-                after = stamp_file.stat()
-                if (after.st_ino, after.st_mtime_ns) != (before.st_ino, before.st_mtime_ns):
+                if not _vector_stamp.unchanged(stamp_file, found):
                     return None
-        except (
-            OSError,
-            ValueError,
-            KeyError,
-            IndexError,
-            UnicodeDecodeError,
-            EOFError,
-            zipfile.BadZipFile,
-        ):  # a stamp file cut short or garbled is none
+        except _vector_stamp.ERRORS:  # a stamp file cut short or garbled is none
             return None
         index = cls(dim)
-        index._n, index._keys, index._scale, index._mat = n, keys, scale, mat
+        index._n, index._keys, index._scale, index._mat = n, keys, found.scale, mat
         index._order = np.argsort(keys, kind="stable").astype(np.int32)
-        index._hash = hashes(names)
+        index._hash = hashes(found.names)
         index._stamped = stamp_file if writer else None
         if writer:
             index._ann = Ann(_graph_file(rows), index._lock)
-            graph = Graph.view(index._ann.path, g_digest) if g_digest else None
+            graph = Graph.view(index._ann.path, found.graph) if found.graph else None
             if graph is not None:
-                index._ann.graph, index._ann.dirty = graph, set(dirty)
+                index._ann.graph, index._ann.dirty = graph, set(found.dirty)
             elif n >= min_rows():
                 log.info(  # built again once the rows are quiet
                     "vector search graph to be built again from the rows: its file is "
@@ -461,16 +429,6 @@ class VectorIndex:
 def _graph_file(rows: Path) -> Path:
     """The graph over the rows in ``rows``: ``wikid-vectors-<ns>.hnsw``."""
     return rows.with_suffix(".hnsw")
-
-
-def _digest(rows: Path) -> int:
-    """xxh3 of the rows' file: a stamp holds it, so rows garbled on disk are rebuilt
-    (~0.1 s for 55 MB at 13k notes, against 2-3 s to rebuild them)."""
-    h = xxhash.xxh3_64()
-    with open(rows, "rb") as fh:
-        while block := fh.read(1 << 22):
-            h.update(block)
-    return h.intdigest()
 
 
 def _storable(key: str) -> bool:
