@@ -108,8 +108,11 @@ def test_a_quiet_index_builds_again_and_the_changes_fold_in(
     index.wait_for_graph()
     assert index.graph_builds == 1 and len(index._ann.dirty) == 10
     index.put([f"y{i}" for i in range(50)], _vectors(rng, 50))
-    time.sleep(0.3)
-    index.candidates(_vectors(rng, 1), 5)  # 60 changes, quiet: the query starts the build
+    assert index.graph_builds == 1  # 60 changes, worth a graph, but not quiet yet
+    # Quiet: a timer starts the build, with no query to start it.
+    end = time.monotonic() + 20
+    while index.graph_builds < 2 and time.monotonic() < end:
+        time.sleep(0.05)
     index.wait_for_graph()
     assert index.graph_builds == 2 and not index._ann.dirty
 

@@ -74,7 +74,7 @@ _BUILDING = threading.Lock()
 # interpreter exits is unwound by pthread_exit through a noexcept frame, and the
 # process aborts (exit 134, measured: a stop or an exit during a build).
 ADD_ROWS = 1024
-_LIVE: weakref.WeakSet[Ann] = weakref.WeakSet()  # every Ann with a build running
+_LIVE: weakref.WeakSet[Ann] = weakref.WeakSet()  # every Ann with a build running or due
 
 
 class _Stopped(Exception):
@@ -83,7 +83,8 @@ class _Stopped(Exception):
 
 @atexit.register
 def _stop_all() -> None:
-    """Before the interpreter tears threads down: stop and join every running build."""
+    """Before the interpreter tears threads down: stop and join every running build,
+    and cancel every build that waits for quiet rows."""
     for ann in list(_LIVE):
         ann.stop()
 
@@ -162,6 +163,7 @@ class Ann:
     builds: int = 0  # graphs built by this process (tests read it)
     _halt: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    _timer: threading.Timer | None = None
 
     def __post_init__(self) -> None:
         # What a build killed midway left (its copy of the rows, its unfinished file),
@@ -187,20 +189,47 @@ class Ann:
             self.pending.update(ks)
         self.last_change = time.monotonic()
 
-    def due(self, rows: int) -> bool:
-        """A new graph is worth building: enough rows, none running, changes since the
-        last worth one (``WORTH_PART``); and the rows quiet, or the changes as many as
-        the graph's rows."""
+    def worth(self, rows: int) -> bool:
+        """A new graph would be worth building: enough rows, none running, and changes
+        since the last worth one (``WORTH_PART``)."""
         if self.pending is not None or rows < min_rows() or self._halt.is_set():
             return False
-        if self.graph is None:
-            changed = rows
-        else:
-            changed = len(self.dirty)
-            if changed < max(rows // WORTH_PART, min_rows() // 16, 1):
-                return False  # scanned beside the graph, for less than a rebuild costs
+        return self.graph is None or len(self.dirty) >= max(rows // WORTH_PART, min_rows() // 16, 1)
+
+    def due(self, rows: int) -> bool:
+        """A new graph is worth building (``worth``), and the rows are quiet or the
+        changes as many as the graph's rows."""
+        if not self.worth(rows):
+            return False
+        changed = rows if self.graph is None else len(self.dirty)
         quiet = time.monotonic() - self.last_change >= QUIET
         return quiet or changed >= max(rows - changed, min_rows())
+
+    def when_quiet(self, check: Callable[[], None]) -> None:
+        """Call ``check`` (the owner's build-if-due, under the lock) once the rows have
+        been quiet for ``QUIET`` seconds. Why: a graph left for the next query to build
+        was built while that query ran and the ones after it, which shared the cores
+        with it (bench_scale at 13k: query p50 136 ms right after a cold start, against
+        68-71 ms on a quiet graph). One timer at a time, re-armed while changes come."""
+        if self._timer is None and not self._halt.is_set():
+            self._arm(QUIET, check)
+
+    def _arm(self, delay: float, check: Callable[[], None]) -> None:
+        def fire() -> None:
+            with self.lock:
+                self._timer = None
+                if self._halt.is_set():
+                    return
+                left = self.last_change + QUIET - time.monotonic()
+                if left > 0:  # changed since it was armed: wait for quiet again
+                    self._arm(left, check)
+                else:
+                    check()
+
+        self._timer = threading.Timer(max(delay, 0.0) + 0.01, fire)
+        self._timer.name, self._timer.daemon = "wikid-ann-quiet", True
+        _LIVE.add(self)
+        self._timer.start()
 
     def start(self, snapshot: Callable[[Path], tuple[np.ndarray, int, int]]) -> None:
         """Build a new graph in a thread from ``snapshot(into)``: it copies the rows to
@@ -219,6 +248,9 @@ class Ann:
         done is dropped, and the changes since the graph stand (the next start, or the
         next quiet moment, builds again). Builds no more after."""
         self._halt.set()
+        timer = self._timer
+        if timer is not None:
+            timer.cancel()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -272,7 +304,8 @@ class Ann:
                 self.dirty |= self.pending
                 self.last_change = time.monotonic() + 60.0  # no retry in a tight loop
             self.pending = None
-        _LIVE.discard(self)
+            if self._timer is None:
+                _LIVE.discard(self)
         if graph is not None:
             log.info("vector search graph built", file=str(self.path), rows=n, s=round(took, 1))
 

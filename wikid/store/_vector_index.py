@@ -146,10 +146,17 @@ class VectorIndex:
         if self._ann is not None:
             self._ann.note_changed(hashes(keys.tolist()))
             self._maybe_build()
+            self._build_when_quiet()
 
     def _maybe_build(self) -> None:
         if self._ann is not None and isinstance(self._mat, FileRows) and self._ann.due(self._n):
             self._ann.start(self._snapshot)
+
+    def _build_when_quiet(self) -> None:
+        """A graph worth building and not started: built once the rows go quiet, not by
+        the next query (``Ann.when_quiet``)."""
+        if self._ann is not None and isinstance(self._mat, FileRows) and self._ann.worth(self._n):
+            self._ann.when_quiet(self._maybe_build)
 
     def _snapshot(self, into: Path) -> tuple[np.ndarray, int, int]:
         assert isinstance(self._mat, FileRows)
@@ -423,6 +430,7 @@ class VectorIndex:
                     "missing or did not match its stamp",
                     file=str(index._ann.path),
                 )
+            index._build_when_quiet()
         return index
 
 
