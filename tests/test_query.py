@@ -15,7 +15,9 @@ from llmserver import LLMServer
 from storetools import unique_workspace
 
 from wikid.ask.answer import messages
+from wikid.ask.shelf import Shelf
 from wikid.client import RemoteError, request
+from wikid.core.chunk import Chunk
 from wikid.server.api import query, search
 from wikid.sync.index import Index
 
@@ -57,6 +59,45 @@ def test_evidence_fits_the_budget_names_its_sources_and_calls_no_llm(tmp_path: P
     for c in big["chunks"]:
         lines = (EXAMPLE / c["path"]).read_text().splitlines()
         assert 1 <= c["line"] <= len(lines)
+
+
+def test_the_pick_reads_the_chunks_the_store_holds_as_the_chunker_makes_them(
+    tmp_path: Path,
+) -> None:
+    """``ask.shelf``: a note's chunks read from the store's rows (one read for the whole
+    pick) are its chunks as made, in text, order, start line and tokens; each chunk's
+    heading and line are where it sits; with no row read, the note is chunked again."""
+
+    async def run() -> None:
+        idx = await _open(EXAMPLE, tmp_path)
+        try:
+            notes = sorted(idx.graph.notes)
+            shelf = Shelf(idx)
+            await shelf.read(notes)
+            headed = 0
+            for p in notes:
+                made = idx.chunks(p)
+                got = shelf.chunks(p)
+
+                def fields(cs: list[Chunk]) -> list[tuple[Any, ...]]:
+                    return [(c.id, c.order, c.content, c.start_line, c.tokens) for c in cs]
+
+                assert fields(got) == fields(made) and all(c.heading == () for c in got), p
+                assert Shelf(idx).chunks(p) == made  # nothing read: chunked again
+                title = idx.graph.notes[p].title
+                for c in made:
+                    under = c.heading
+                    if under and under[0].casefold() == title.casefold():
+                        under = under[1:]
+                    want = {"heading": " › ".join(under) or None, "line": c.start_line}
+                    assert shelf.locate(p, c.id) == want, (p, c.id)
+                    headed += want["heading"] is not None
+            assert headed >= 3  # the example vault's three sections under a heading
+            assert shelf.locate(notes[0], "chunk-not-one-of-its") == {"heading": None, "line": 1}
+        finally:
+            await idx.close()
+
+    asyncio.run(run())
 
 
 def test_bad_query_arguments_get_clear_reasons(tmp_path: Path) -> None:

@@ -44,6 +44,7 @@ from wikid.ask.fuse import (
     path_items,
     vector_order,
 )
+from wikid.ask.shelf import Shelf
 from wikid.ask.walk import Reached, meaning_of, reach
 from wikid.core.chunk import is_boilerplate
 from wikid.core.vault import template_folders
@@ -78,15 +79,6 @@ def keywords(
                 names.append(n)
     high, low = question_keywords(question, names)
     return high, low, mentioned
-
-
-def _locate(index: Index, path: str | None, chunk_id: str | None) -> dict[str, Any]:
-    """Heading path and first line of a chunk of a note, from the in-memory chunking."""
-    chunks = index.chunks(path) if path else []
-    for c in chunks:
-        if c.id == chunk_id:
-            return {"heading": " › ".join(c.heading) or None, "line": c.start_line}
-    return {"heading": None, "line": 1 if chunks else None}
 
 
 def _record_item(kind: str, key: str, text: str, rec: dict[str, Any], rank: int) -> Item:
@@ -168,9 +160,13 @@ async def candidates(index: Index, result: dict[str, Any]) -> list[Item]:
     return items
 
 
-def _render(index: Index, item: Item, explain: bool) -> dict[str, Any]:
-    chunk = item.key if item.kind == "chunk" else next(iter(item.extra.get("sources", [])), None)
-    out: dict[str, Any] = {"path": item.path, **_locate(index, item.path, chunk)}
+def _located(item: Item) -> str | None:
+    """The chunk an item is shown at: its own, or a record's first source."""
+    return item.key if item.kind == "chunk" else next(iter(item.extra.get("sources", [])), None)
+
+
+def _render(shelf: Shelf, item: Item, explain: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": item.path, **shelf.locate(item.path, _located(item))}
     if item.extra.get("line"):
         out["line"] = item.extra["line"]
     if item.kind == "entity":
@@ -230,6 +226,7 @@ def _rank(
 
 def _pool(
     index: Index,
+    shelf: Shelf,
     question: str,
     ranked: Ranking,
     vector_items: list[Item],
@@ -260,12 +257,12 @@ def _pool(
         if c.path in walked:
             c.extra["walk_rank"] = walked[c.path]
     carded = {index.entity_name(c.path) for c in cards if c.path}
-    chunks = [best_chunk(index.chunks(r.path), asked, r.rank) for r in top[:CHUNK_POOL]]
+    chunks = [best_chunk(shelf.chunks(r.path), asked, r.rank) for r in top[:CHUNK_POOL]]
     pool: list[Item] = []
     seen: set[tuple[str, str]] = set()
     stored = {id(it) for it in vector_items}
     templates = tuple(f + "/" for f in template_folders(vg.root))
-    hopped = hop_items(vg, hops, index.chunks)
+    hopped = hop_items(vg, hops, shelf.chunks)
     for item in [*path_items(vg, reached), *hopped, *cards, *vector_items, *filter(None, chunks)]:
         if (
             (item.kind, item.key) in seen
@@ -334,7 +331,22 @@ async def evidence(
         if ranked.hop_plan is not None and ranked.hop_plan.chunks:
             scores = await index.similarity(data["question_vector"], ranked.hop_plan.ids())
             hops = hop.pick(ranked.hop_plan, question, scores)
-        return await asyncio.to_thread(_assemble, index, asked, ranked, hops, vector_items, names)
+        shelf = Shelf(index)  # the best notes' and the second hop's chunks, in one read
+        await shelf.read(_shelved(ranked, hops, asked.among))
+        pick = await asyncio.to_thread(
+            _pick, index, shelf, asked, ranked, hops, vector_items, names
+        )
+        await shelf.read(ids=filter(None, map(_located, pick.chosen)))
+        return await asyncio.to_thread(_output, shelf, asked, ranked, pick)
+
+
+def _shelved(ranked: Ranking, hops: list[hop.Hop], among: frozenset[str] | None) -> list[str]:
+    """The notes whose chunks ``_pool`` reads: the best fused notes (``CHUNK_POOL``) and
+    the second hop's. The second hop's ranking can only lift its own notes above the
+    others, so these hold every note ``_pool`` will take a best chunk from."""
+    top = [r.path for r in sorted(ranked.fused.values(), key=lambda r: r.rank)]
+    kept = [p for p in top if _kept(p, among)][:CHUNK_POOL]
+    return list(dict.fromkeys(kept + [h.note for h in hops if _kept(h.note, among)]))
 
 
 @dataclass(frozen=True)
@@ -351,48 +363,63 @@ class Asked:
     among: frozenset[str] | None = None  # the notes property filters let through
 
 
-def _assemble(
+@dataclass
+class Pick:
+    """The candidates and what the budget took of them."""
+
+    pool: list[Item]
+    aspects: set[str]
+    chosen: list[Item]
+    used: int
+    stopped: str
+
+
+def _pick(
     index: Index,
+    shelf: Shelf,
     asked: Asked,
     ranked: Ranking,
     hops: list[hop.Hop],
     vector_items: list[Item],
     names: list[tuple[str, str]],
-) -> dict[str, Any]:
-    question, explain = asked.question, asked.explain
-    pool = _pool(index, question, ranked, vector_items, hops, asked.among)
-    ranking, seeded = ranked.fused, ranked.seeded
-    aspects = aspects_of(question, [n for n, _ in names], [p for _, p in names])
+) -> Pick:
+    pool = _pool(index, shelf, asked.question, ranked, vector_items, hops, asked.among)
+    aspects = aspects_of(asked.question, [n for n, _ in names], [p for _, p in names])
     chosen, used, stopped = select(pool, aspects, asked.budget, index.count_all)
+    return Pick(pool, aspects, chosen, used, stopped)
+
+
+def _output(shelf: Shelf, asked: Asked, ranked: Ranking, pick: Pick) -> dict[str, Any]:
+    explain, chosen = asked.explain, pick.chosen
     by_kind: dict[str, list[dict[str, Any]]] = {"entities": [], "relations": [], "chunks": []}
-    for pick, item in enumerate(chosen):  # ``pick``: the order of choice, best first
+    for order, item in enumerate(chosen):  # ``pick``: the order of choice, best first
         kind = {"entity": "entities", "relation": "relations", "chunk": "chunks"}[item.kind]
-        by_kind[kind].append({**_render(index, item, explain), "pick": pick})
-    uncovered = aspects - {a for it in chosen for a in it.aspects}
+        by_kind[kind].append({**_render(shelf, item, explain), "pick": order})
+    uncovered = pick.aspects - {a for it in chosen for a in it.aspects}
     out = {
-        "question": question,
+        "question": asked.question,
         "mode": asked.mode,
         "keywords": asked.keywords,
         "budget": asked.budget,
-        "tokens": used,
+        "tokens": pick.used,
         **by_kind,
         "notes": list(dict.fromkeys(it.path for it in chosen if it.path)),
         "uncovered": sorted(uncovered),
-        "candidates": len(pool),
-        "stopped": {"rule": stopped, "why": STOP_RULES[stopped]},
-        "llm_calls": index.llm_calls - asked.calls_before,
+        "candidates": len(pick.pool),
+        "stopped": {"rule": pick.stopped, "why": STOP_RULES[pick.stopped]},
+        "llm_calls": shelf.index.llm_calls - asked.calls_before,
     }
     if explain:
-        fused = sorted(ranking.values(), key=lambda r: r.rank)[:EXPLAIN_TOP]
+        fused = sorted(ranked.fused.values(), key=lambda r: r.rank)[:EXPLAIN_TOP]
         out["explain"] = {
-            "named": seeded,
+            "named": ranked.seeded,
             "fused": [{"path": r.path, "rank": r.rank, "by": r.sources} for r in fused],
             "retrievers": ["graph", "named", "bm25"]
             + (["vector"] if asked.vectors else [])
             + (["hop"] if "hop" in ranked.lists else []),
             # Every note an item of the pool stands for: what the pick could have taken
             # (a note missing here is a retrieval miss, not a selection miss).
-            "candidates": list(dict.fromkeys(it.path for it in pool if it.path)),
+            "candidates": list(dict.fromkeys(it.path for it in pick.pool if it.path)),
         }
     return out
 
