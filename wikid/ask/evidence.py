@@ -14,6 +14,7 @@ Pure functions of their inputs: no store, no LLM, no I/O.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,25 +88,36 @@ def select(
     times: dict[str, int] = dict.fromkeys(aspects, 0)
     used = 0
     pool = [it for it in candidates if it.aspects or it.prior > 0]
-    too_big = False
-    while pool:
-        best, best_value = None, 0.0
-        too_big = False
-        for item in pool:
-            if used + item.tokens > budget:
-                too_big = True
-                continue
-            gain = sum(REPEAT[times[a]] for a in item.aspects if times[a] < len(REPEAT))
-            value = item.weight * (gain + item.prior) / item.tokens
-            if value > best_value:
-                best, best_value = item, value
-        if best is None:
-            break
-        chosen.append(best)
-        for a in best.aspects:
+
+    def value(item: Item) -> float:
+        gain = sum(REPEAT[times[a]] for a in item.aspects if times[a] < len(REPEAT))
+        return item.weight * (gain + item.prior) / item.tokens
+
+    # Lazy greedy: an item's value only falls as the aspects it covers get covered, so
+    # a value computed earlier bounds it, and the best of the pool is found by
+    # re-valuing only the items that reach the top of a heap (the plain loop valued
+    # every item every round: 8 ms of a 13k query). The same choice, the same order:
+    # ties go to the earlier candidate (the heap's key holds its index), an item that
+    # does not fit never will (``used`` only grows), one worth nothing never will be.
+    heap = [(-value(it), i) for i, it in enumerate(pool)]
+    heapq.heapify(heap)
+    while heap:
+        _, i = heapq.heappop(heap)
+        item = pool[i]
+        if used + item.tokens > budget:
+            continue
+        fresh = value(item)
+        if fresh <= 0:
+            continue
+        if heap and (-fresh, i) > heap[0]:  # another may be worth more now
+            heapq.heappush(heap, (-fresh, i))
+            continue
+        chosen.append(item)
+        for a in item.aspects:
             times[a] += 1
-        used += best.tokens
-        pool.remove(best)
+        used += item.tokens
+    taken = {id(it) for it in chosen}
+    too_big = any(used + it.tokens > budget for it in pool if id(it) not in taken)
     return chosen, used, "budget" if too_big else "candidates"
 
 

@@ -217,14 +217,15 @@ class Ann:
     def _arm(self, delay: float, check: Callable[[], None]) -> None:
         def fire() -> None:
             with self.lock:
-                self._timer = None
-                if self._halt.is_set():
-                    return
                 left = self.last_change + QUIET - time.monotonic()
-                if left > 0:  # changed since it was armed: wait for quiet again
+                if left > 0 and not self._halt.is_set():  # changed since: wait again
                     self._arm(left, check)
-                else:
-                    check()
+                    return
+                try:
+                    if not self._halt.is_set():
+                        check()
+                finally:  # only now: ``wait`` sees the timer or the build, never neither
+                    self._timer = None
 
         self._timer = threading.Timer(max(delay, 0.0) + 0.01, fire)
         self._timer.name, self._timer.daemon = "wikid-ann-quiet", True
@@ -248,7 +249,7 @@ class Ann:
         done is dropped, and the changes since the graph stand (the next start, or the
         next quiet moment, builds again). Builds no more after."""
         self._halt.set()
-        timer = self._timer
+        timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
         thread = self._thread
@@ -310,9 +311,10 @@ class Ann:
             log.info("vector search graph built", file=str(self.path), rows=n, s=round(took, 1))
 
     def wait(self, timeout: float = 60.0) -> None:
-        """Until no build runs (tests, benchmarks, and a clean stop's stamp)."""
+        """Until no build runs nor waits for quiet rows (tests, benchmarks, and a clean
+        stop's stamp)."""
         end = time.monotonic() + timeout
-        while self.pending is not None and time.monotonic() < end:
+        while (self.pending is not None or self._timer is not None) and time.monotonic() < end:
             time.sleep(0.01)
 
     def forget(self) -> None:

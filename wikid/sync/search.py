@@ -131,7 +131,9 @@ class SearchIndex:
                     conn.execute(f"DELETE FROM {table}")
         if form != (TEXT_FORM,) and not db.read_only:
             with db.transaction() as conn:
-                conn.execute("INSERT OR REPLACE INTO fts_meta VALUES ('text_form', ?)", (TEXT_FORM,))
+                conn.execute(
+                    "INSERT OR REPLACE INTO fts_meta VALUES ('text_form', ?)", (TEXT_FORM,)
+                )
 
     def update(self, notes: dict[str, Note | None]) -> None:
         """Rewrite the rows of these notes (None: the note is gone). Joins the caller's
@@ -267,9 +269,7 @@ class SearchIndex:
             return []
         # A query's retriever reads the notes' paths only: no snippet, which FTS5 makes
         # for every matching row before the LIMIT (24 -> 16 ms a search at 13k notes).
-        snippet = (
-            "''" if rare_only else f"snippet(fts_notes, 5, '[', ']', ' … ', {SNIPPET_TOKENS})"
-        )
+        snippet = "''" if rare_only else f"snippet(fts_notes, 5, '[', ']', ' … ', {SNIPPET_TOKENS})"
         sql = (
             f"SELECT path, title, {snippet}, "
             f"bm25(fts_notes, {WEIGHTS}), meta FROM fts_notes WHERE fts_notes MATCH ?"
