@@ -21,6 +21,7 @@ Reads the graph only: no store, no I/O, no LLM.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -127,13 +128,21 @@ def seeds(vg: VaultGraph, question: str, named: Iterable[tuple[str, str]]) -> di
         node = TAG + name[1:].lower() if name.startswith("#") else path
         if node in vg.g:
             out.setdefault(node, name)
-    low = " " + " ".join(words(question.casefold())) + " "
+    low = " " + _spoken(question) + " "
     for node, attrs in vg.g.nodes(data=True):
         if attrs["kind"] == "ghost":
-            title = " ".join(words(attrs["title"].casefold()))
+            title = _spoken(attrs["title"])
             if title and f" {title} " in low:
                 out.setdefault(node, attrs["title"])
     return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _spoken(text: str) -> str:
+    """A title's words, casefolded, one space apart: remembered, since every question
+    looks for every unwritten link target's title in it (~1,200 targets at 13k notes:
+    splitting each again was 6 ms of a query)."""
+    return " ".join(words(text.casefold()))
 
 
 def edges(vg: VaultGraph, node: str) -> Iterable[tuple[str, Step]]:
