@@ -12,9 +12,9 @@ Why a snapshot and a delta: a graph held in a file and memory-mapped (``view``) 
 the page cache, not the heap, but cannot change. So the graph is built from a snapshot
 of the rows, in a thread, and the rows changed since (``Ann.dirty``: their ids'
 hashes) are scanned exactly beside it. A new graph is built once the changes are a
-20th of the rows and the rows have been quiet for a while (a cold start's writes
-never wait for it), or once the changes outnumber the graph's own rows, so the
-scanned part stays small.
+20th of the rows and the rows have been quiet for a while (a timer's, so that no
+query builds it, and a cold start's writes never wait for it), or once the changes
+outnumber the graph's own rows, so the scanned part stays small.
 
 Why it may be deleted: the SQLite rows are the truth and the int8 rows their copy; the
 graph is only an index over them. A graph file is used only when the rows' stamp names
