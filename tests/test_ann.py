@@ -95,6 +95,7 @@ def test_a_quiet_index_builds_again_and_the_changes_fold_in(
     import wikid.store._ann as ann
 
     monkeypatch.setattr(ann, "QUIET", 0.2)
+    monkeypatch.setattr(ann, "IDLE", 0.5)
     rng = np.random.default_rng(8)
     index = VectorIndex(DIM, tmp_path / "v.i8")
     index.put([f"id{i}" for i in range(1000)], _vectors(rng, 1000))

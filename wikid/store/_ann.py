@@ -12,9 +12,9 @@ Why a snapshot and a delta: a graph held in a file and memory-mapped (``view``) 
 the page cache, not the heap, but cannot change. So the graph is built from a snapshot
 of the rows, in a thread, and the rows changed since (``Ann.dirty``: their ids'
 hashes) are scanned exactly beside it. A new graph is built once the changes are a
-20th of the rows and the rows have been quiet for a while (a timer's, so that no
-query builds it, and a cold start's writes never wait for it), or once the changes
-outnumber the graph's own rows, so the scanned part stays small.
+20th of the rows and the rows have been quiet for a while (``IDLE``: a timer builds
+it, so that no query has to; a cold start's writes never wait for it), or once the
+changes outnumber the graph's own rows, so the scanned part stays small.
 
 Why it may be deleted: the SQLite rows are the truth and the int8 rows their copy; the
 graph is only an index over them. A graph file is used only when the rows' stamp names
@@ -58,6 +58,12 @@ MIN_ROWS = 16_384
 # (bench_scale at 13k: query p50 104 ms after the edits, against 71 ms on a quiet graph).
 QUIET = 2.0
 WORTH_PART = 20
+# Seconds without a change before a timer builds the graph a query would otherwise build
+# (``when_quiet``): the user has stopped. Why not ``QUIET``: a cold start writes a batch
+# every few seconds, and a timer of 2 s built between the batches, taking a core from the
+# embedding (bench_scale at 13k: five chunk graphs built instead of two, fully embedded
+# 741 -> 867 s, the steady RSS 377 -> 432 MiB).
+IDLE = 30.0
 # HNSW's parameters: 16 links a node, 128 candidates while adding, 160 while searching
 # (a runtime setting: a viewed file does not keep it). Measured on vaultofknowledge's
 # relation vectors, the hardest namespace (many near-alike texts), asked with 300 of its
@@ -207,17 +213,17 @@ class Ann:
 
     def when_quiet(self, check: Callable[[], None]) -> None:
         """Call ``check`` (the owner's build-if-due, under the lock) once the rows have
-        been quiet for ``QUIET`` seconds. Why: a graph left for the next query to build
+        been quiet for ``IDLE`` seconds. Why: a graph left for the next query to build
         was built while that query ran and the ones after it, which shared the cores
         with it (bench_scale at 13k: query p50 136 ms right after a cold start, against
         68-71 ms on a quiet graph). One timer at a time, re-armed while changes come."""
         if self._timer is None and not self._halt.is_set():
-            self._arm(QUIET, check)
+            self._arm(IDLE, check)
 
     def _arm(self, delay: float, check: Callable[[], None]) -> None:
         def fire() -> None:
             with self.lock:
-                left = self.last_change + QUIET - time.monotonic()
+                left = self.last_change + IDLE - time.monotonic()
                 if left > 0 and not self._halt.is_set():  # changed since: wait again
                     self._arm(left, check)
                     return

@@ -23,6 +23,7 @@ connection. The answer has the shape of ``aquery_data``'s ``data``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -59,16 +60,29 @@ async def retrieve(
         )
         return found
 
+    # The three searches at once, each in its worker thread (usearch, numpy and SQLite
+    # let go of the GIL), and then the local and the global records at once: each
+    # depends only on its own search. LightRAG's own query gathers them the same way.
     wants_chunks = mode in CHUNKS
-    ent_hits = await search(rag.entities_vdb, "ll", pools["entity"])
-    rel_hits = await search(rag.relationships_vdb, "hl", pools["relation"])
-    chunk_hits = await search(rag.chunks_vdb, "question", pools["chunk"] if wants_chunks else 0)
+    ent_hits, rel_hits, chunk_hits = await asyncio.gather(
+        search(rag.entities_vdb, "ll", pools["entity"]),
+        search(rag.relationships_vdb, "hl", pools["relation"]),
+        search(rag.chunks_vdb, "question", pools["chunk"] if wants_chunks else 0),
+    )
     graph = rag.chunk_entity_relation_graph
-    local_entities = await _nodes(graph, [h["entity_name"] for h in ent_hits])
-    local_relations = await _edges_of(graph, [e["entity_name"] for e in local_entities], pools)
-    global_relations = await _edges(graph, [(h["src_id"], h["tgt_id"]) for h in rel_hits])
-    ends = [n for r in global_relations for n in (r["src_id"], r["tgt_id"])]
-    global_entities = await _nodes(graph, list(dict.fromkeys(ends)))
+
+    async def local() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        entities = await _nodes(graph, [h["entity_name"] for h in ent_hits])
+        return entities, await _edges_of(graph, [e["entity_name"] for e in entities], pools)
+
+    async def global_() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        relations = await _edges(graph, [(h["src_id"], h["tgt_id"]) for h in rel_hits])
+        ends = [n for r in relations for n in (r["src_id"], r["tgt_id"])]
+        return await _nodes(graph, list(dict.fromkeys(ends))), relations
+
+    (local_entities, local_relations), (global_entities, global_relations) = await asyncio.gather(
+        local(), global_()
+    )
 
     entities = _round_robin([local_entities, global_entities], key=lambda e: e["entity_name"])
     relations = _round_robin(
