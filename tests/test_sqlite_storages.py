@@ -446,6 +446,42 @@ def _rows(path: Path) -> Iterator[tuple[str, str]]:
         db.release()
 
 
+def test_rows_read_again_leave_no_graph_build_to_the_index_they_replace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rollback reads the vector rows again into a new index: the one it replaces must
+    not build a graph later (its timer would write the new index's graph file from rows
+    it no longer describes)."""
+    monkeypatch.setenv("WIKID_ANN_MIN_ROWS", "8")
+    cfg = _config(tmp_path)
+
+    async def main() -> tuple[VectorIndex, VectorIndex]:
+        initialize_share_data()
+        vdb = SQLiteVectorStorage(
+            namespace="chunks",
+            workspace="orphan",
+            global_config=cfg,
+            embedding_func=_embedding(),
+            meta_fields={"content"},
+        )
+        await vdb.initialize()
+        await vdb.upsert({f"c{i}": {"content": f"chunk number {i}"} for i in range(12)})
+        await asyncio.to_thread(vdb._index.wait_for_graph)
+        before = vdb._index
+        with pytest.raises(RuntimeError), vdb._db.transaction():
+            await vdb.upsert({"lost": {"content": "lost chunk"}})
+            raise RuntimeError("crash mid-batch")
+        await vdb.query("chunk", top_k=3)  # reads the rows again
+        after = vdb._index
+        await vdb.finalize()
+        return before, after
+
+    before, after = asyncio.run(main())
+    assert before is not after
+    assert before._ann is not None and before._ann._halt.is_set()
+    assert after._ann is not None and before._ann._timer is None
+
+
 def test_a_failed_batch_rolls_back_every_storage_and_the_vector_cache(tmp_path: Path) -> None:
     """Storages share one connection: an outer transaction that fails leaves no row of
     any of them, and the in-memory vector matrix forgets what it was told."""

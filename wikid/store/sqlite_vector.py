@@ -147,7 +147,9 @@ class SQLiteVectorStorage(Connected, BaseVectorStorage):  # type: ignore[misc]
                         error=str(exc),
                     )
                     index = self._filled(conn, None)
-        self._index = index
+        old, self._index = self._index, index
+        if old is not None and old is not index:  # its timer and build: the rows moved on
+            old.stop_building()
         self._epoch = self.db.epoch()
 
     def _filled(self, conn: Connection, rows_file: Path | None) -> VectorIndex:
