@@ -116,6 +116,17 @@ def _embedding() -> EmbeddingFunc:
     return EmbeddingFunc(embedding_dim=model.dim, max_token_size=256, func=embed)
 
 
+def _chunks_vdb(cfg: dict[str, Any], workspace: str) -> SQLiteVectorStorage:
+    """A chunks vector storage on the real model, as the store makes one."""
+    return SQLiteVectorStorage(
+        namespace="chunks",
+        workspace=workspace,
+        global_config=cfg,
+        embedding_func=_embedding(),
+        meta_fields={"content"},
+    )
+
+
 def _twin(tmp_path: Path, stock_cls: type, ours_cls: type, namespace: str, **kw: Any) -> Twin:
     initialize_share_data()
     ws = f"conf{next(_ids)}"
@@ -457,13 +468,7 @@ def test_rows_read_again_leave_no_graph_build_to_the_index_they_replace(
 
     async def main() -> tuple[VectorIndex, VectorIndex]:
         initialize_share_data()
-        vdb = SQLiteVectorStorage(
-            namespace="chunks",
-            workspace="orphan",
-            global_config=cfg,
-            embedding_func=_embedding(),
-            meta_fields={"content"},
-        )
+        vdb = _chunks_vdb(cfg, "orphan")
         await vdb.initialize()
         await vdb.upsert({f"c{i}": {"content": f"chunk number {i}"} for i in range(12)})
         await asyncio.to_thread(vdb._index.wait_for_graph)
@@ -492,13 +497,7 @@ def test_a_failed_batch_rolls_back_every_storage_and_the_vector_cache(tmp_path: 
         kv = SQLiteKVStorage(
             namespace="full_docs", workspace="rb", global_config=cfg, embedding_func=None
         )
-        vdb = SQLiteVectorStorage(
-            namespace="chunks",
-            workspace="rb",
-            global_config=cfg,
-            embedding_func=_embedding(),
-            meta_fields={"content"},
-        )
+        vdb = _chunks_vdb(cfg, "rb")
         await kv.initialize()
         await vdb.initialize()
         await kv.upsert({"kept": {"content": "kept"}})
@@ -586,13 +585,7 @@ def test_the_vector_matrix_file_is_read_back_only_while_it_matches_the_rows(
     rows = {f"c{i}": {"content": f"note {i} about {w}"} for i, w in enumerate("abcdefgh")}
 
     def storage() -> SQLiteVectorStorage:
-        return SQLiteVectorStorage(
-            namespace="chunks",
-            workspace="mx",
-            global_config=cfg,
-            embedding_func=_embedding(),
-            meta_fields={"content"},
-        )
+        return _chunks_vdb(cfg, "mx")
 
     async def opened() -> SQLiteVectorStorage:
         vdb = storage()
