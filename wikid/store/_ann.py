@@ -244,6 +244,9 @@ class Ann:
         into = self._part("rows")
         keys, n, dim = snapshot(into)
         self.pending = set()
+        timer, self._timer = self._timer, None  # a build due on quiet rows: this is it
+        if timer is not None and timer is not threading.current_thread():
+            timer.cancel()
         self._thread = threading.Thread(
             target=self._build, args=(into, keys, n, dim), name="wikid-ann", daemon=True
         )
