@@ -91,6 +91,7 @@ def test_the_pick_reads_the_chunks_the_store_holds_as_the_chunker_makes_them(
                         under = under[1:]
                     want = {"heading": " › ".join(under) or None, "line": c.start_line}
                     assert shelf.locate(p, c.id) == want, (p, c.id)
+                    assert Shelf(idx).locate(p, c.id, c.content) == want  # its text at hand
                     headed += want["heading"] is not None
             assert headed >= 3  # the example vault's three sections under a heading
             assert shelf.locate(notes[0], "chunk-not-one-of-its") == {"heading": None, "line": 1}

@@ -44,7 +44,7 @@ from wikid.ask.fuse import (
     path_items,
     vector_order,
 )
-from wikid.ask.shelf import Shelf
+from wikid.ask.shelf import Shelf, stored_tokens
 from wikid.ask.walk import Reached, meaning_of, reach
 from wikid.core.chunk import is_boilerplate
 from wikid.core.vault import template_folders
@@ -134,14 +134,13 @@ def _chunk_item(chunk_id: str, row: dict[str, Any], rank: int) -> Item:
     """A chunk as an item: from ``aquery_data``'s chunks or a ``text_chunks`` row (its
     ``tokens``, the store's count of its content, when the row has it)."""
     path = row.get("file_path")
-    tokens = row.get("tokens")
     return Item(
         "chunk",
         chunk_id,
         row.get("content", ""),
         path,
         rank,
-        tokens=tokens if isinstance(tokens, int) and tokens > 0 else 0,
+        tokens=stored_tokens(row),
         extra={"paths": [path]},
     )
 
@@ -160,13 +159,18 @@ async def candidates(index: Index, result: dict[str, Any]) -> list[Item]:
     return items
 
 
-def _located(item: Item) -> str | None:
-    """The chunk an item is shown at: its own, or a record's first source."""
-    return item.key if item.kind == "chunk" else next(iter(item.extra.get("sources", [])), None)
+def _source(item: Item) -> str | None:
+    """The chunk a record is shown at: its first source (a chunk item is its own)."""
+    return next(iter(item.extra.get("sources", [])), None)
 
 
 def _render(shelf: Shelf, item: Item, explain: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"path": item.path, **shelf.locate(item.path, _located(item))}
+    where = (
+        shelf.locate(item.path, item.key, item.text)
+        if item.kind == "chunk"
+        else shelf.locate(item.path, _source(item))
+    )
+    out: dict[str, Any] = {"path": item.path, **where}
     if item.extra.get("line"):
         out["line"] = item.extra["line"]
     if item.kind == "entity":
@@ -336,7 +340,8 @@ async def evidence(
         pick = await asyncio.to_thread(
             _pick, index, shelf, asked, ranked, hops, vector_items, names
         )
-        await shelf.read(ids=filter(None, map(_located, pick.chosen)))
+        # The chosen records' source chunks (a chosen chunk item has its text already).
+        await shelf.read(ids=[s for it in pick.chosen if it.kind != "chunk" and (s := _source(it))])
         return await asyncio.to_thread(_output, shelf, asked, ranked, pick)
 
 

@@ -21,12 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from wikid.core.chunk import Chunk
+from wikid.core.chunk import HEADING_SEP, Chunk
 
 if TYPE_CHECKING:
     from wikid.sync.index import Index
-
-SEP = " › "
 
 
 class Shelf:
@@ -59,7 +57,16 @@ class Shelf:
         ids, starts = self.index.spans(path)
         if ids and all(c in self._rows for c in ids):
             out = [
-                Chunk(c, path, i, self._rows[c]["content"], (), line, line, _tokens(self._rows[c]))
+                Chunk(
+                    c,
+                    path,
+                    i,
+                    self._rows[c]["content"],
+                    (),
+                    line,
+                    line,
+                    stored_tokens(self._rows[c]),
+                )
                 for i, (c, line) in enumerate(zip(ids, starts, strict=True))
             ]
         else:
@@ -67,20 +74,24 @@ class Shelf:
         self._notes[path] = out
         return out
 
-    def locate(self, path: str | None, chunk_id: str | None) -> dict[str, Any]:
+    def locate(
+        self, path: str | None, chunk_id: str | None, text: str | None = None
+    ) -> dict[str, Any]:
         """The heading path and first line of a note's chunk; the note's top when the
-        chunk is not one of the note's."""
+        chunk is not one of the note's. ``text``: the chunk's, when the caller has it
+        (a chunk item's own), so that its row need not be read."""
         if not path:
             return {"heading": None, "line": None}
         ids, starts = self.index.spans(path)
         if chunk_id not in ids:
             return {"heading": None, "line": 1 if ids else None}
         line = starts[ids.index(chunk_id)]
-        row = self._rows.get(chunk_id)
-        if row is not None:
-            text = row["content"]
-        else:  # not read: from the note's chunks (kept in memory, or made again)
-            text = next((c.content for c in self.chunks(path) if c.id == chunk_id), "")
+        if text is None:
+            row = self._rows.get(chunk_id)
+            if row is not None:
+                text = row["content"]
+            else:  # not read: from the note's chunks (kept in memory, or made again)
+                text = next((c.content for c in self.chunks(path) if c.id == chunk_id), "")
         return {"heading": heading_of(text, self.index.graph.notes[path].title), "line": line}
 
 
@@ -88,11 +99,12 @@ def heading_of(content: str, title: str) -> str | None:
     """A chunk's section path, from its first line ("title › heading › ..."): None at
     the note's top."""
     first = content.split("\n", 1)[0]
-    if not first.startswith(title + SEP):
+    if not first.startswith(title + HEADING_SEP):
         return None
-    return first[len(title) + len(SEP) :] or None
+    return first[len(title) + len(HEADING_SEP) :] or None
 
 
-def _tokens(row: dict[str, Any]) -> int:
+def stored_tokens(row: dict[str, Any]) -> int:
+    """A chunk row's token count, as the store counted its content (0: not known)."""
     tokens = row.get("tokens")
     return tokens if isinstance(tokens, int) and tokens > 0 else 0

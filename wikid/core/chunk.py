@@ -22,6 +22,7 @@ from wikid.core._markdown import heading_text
 from wikid.core.note import Note
 
 TARGET_TOKENS = 200
+HEADING_SEP = " › "  # between a chunk's title and headings on its first line
 _HEADING = re.compile(r"(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _FENCE = re.compile(r"[ \t>]*(`{3,}|~{3,})")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -177,7 +178,7 @@ def chunk_note(
         path = (
             heading[1:] if heading and heading[0].casefold() == note.title.casefold() else heading
         )
-        prefix = " › ".join((note.title, *path))
+        prefix = HEADING_SEP.join((note.title, *path))
         content = f"{prefix}\n\n{text}".strip()
         chunks.append(
             Chunk(

@@ -238,15 +238,20 @@ class Ann:
         _LIVE.add(self)
         self._timer.start()
 
+    def _disarm(self) -> None:
+        """No build waits for quiet rows any more (cancelling the timer that is firing
+        now is harmless: it is past its wait)."""
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+
     def start(self, snapshot: Callable[[Path], tuple[np.ndarray, int, int]]) -> None:
         """Build a new graph in a thread from ``snapshot(into)``: it copies the rows to
         ``into`` and returns (their keys, rows, dim), called now, under the lock."""
         into = self._part("rows")
         keys, n, dim = snapshot(into)
         self.pending = set()
-        timer, self._timer = self._timer, None  # a build due on quiet rows: this is it
-        if timer is not None and timer is not threading.current_thread():
-            timer.cancel()
+        self._disarm()  # a build due on quiet rows: this is it
         self._thread = threading.Thread(
             target=self._build, args=(into, keys, n, dim), name="wikid-ann", daemon=True
         )
@@ -258,9 +263,7 @@ class Ann:
         done is dropped, and the changes since the graph stand (the next start, or the
         next quiet moment, builds again). Builds no more after."""
         self._halt.set()
-        timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
+        self._disarm()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
