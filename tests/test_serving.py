@@ -197,7 +197,11 @@ def test_meaning_search_is_ready_before_the_links_are_embedded(tmp_path: Path) -
         for s in _statuses(d, every=0.05):
             if s["serving"] and not s["meaning_ready"]:
                 q = d.call("query", text="how to cut back fruit trees")
-                assert "partial" in q, "a query before meaning search is whole says so"
+                # Meaning search may have become whole between that status and the
+                # query (the daemon decides when the query comes in): judged only when
+                # a status after the answer says it still is not.
+                if not d.call("status")["meaning_ready"]:
+                    assert "partial" in q, "a query before meaning search is whole says so"
             if s["meaning_ready"] and seen is None:
                 kinds = (s.get("progress") or {}).get("kinds") or {}
                 q = d.call("query", text="how to cut back fruit trees")
