@@ -16,7 +16,8 @@ real model, and one table row per metric:
 - edit -> visible over the socket: a note gains a link, until ``links`` shows it; and
   the same for an edit every 20 s during the cold sync (it must not wait for the sync);
 - LLM-free ``query`` p50 over the socket, in the daemon that built the store and in one
-  restarted after the offline edits;
+  restarted after the offline edits, each once its vector search graphs are built (they
+  are built when the rows have been quiet for ``IDLE`` s: the wait is printed);
 - restart after N offline edits, and with nothing changed: start to ``serving`` (what
   systemd's READY=1 marks: links, search and query answer) and to ``ready`` (the
   restart's batch written, its texts embedded); with ``--drop-caches`` (root) the page
@@ -235,7 +236,7 @@ def one(
     )
     lat = edits_visible(d, vault, notes, edits)
     d.settle()  # the edits' store writes: a query would wait for them
-    time.sleep(3)  # the rows quiet: the vector search graphs are built (see the log)
+    graphs = d.wait_for_graphs()  # built when the rows go quiet (``IDLE``); see the log
     asked = questions(notes, nq)
     q = queries(d, asked)
     kin = related(d, notes, 4 * nq)
@@ -246,6 +247,7 @@ def one(
     time.sleep(2.1)  # past the racy window: the files may be trusted from the cache
     after_edits = start_and_watch(d, cold_cache=cold_cache)
     d.settle()
+    graphs_restarted = d.wait_for_graphs()
     q_restarted = queries(d, asked)  # a daemon that loaded its graph, not one that built it
     assert d.proc is not None
     restarted = resident(d.proc.pid)
@@ -279,6 +281,10 @@ def one(
             f"edit during the cold sync -> visible, {len(cold['cold_edits'])} edits",
             f"p50 {statistics.median(cold['cold_edits'] or [0]):.0f} ms, "
             f"max {max(cold['cold_edits'] or [0]):.0f} ms",
+        ),
+        (
+            "waited for the vector search graphs, cold / restarted",
+            f"{graphs:.0f} / {graphs_restarted:.0f} s",
         ),
         (f"query p50, {nq} queries", f"{statistics.median(q):.0f} ms (p99 {pct(q, 0.99):.0f} ms)"),
         (

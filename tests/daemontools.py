@@ -130,6 +130,19 @@ class DaemonProc:
             time.sleep(0.2)
         raise AssertionError(f"status never matched: {status}")
 
+    def wait_for_graphs(self, timeout: float = 600) -> float:
+        """Wait until no vector search graph is building or due (``status``'s
+        ``store.vector_search``), so that queries are timed on a quiet daemon; the
+        seconds waited."""
+        t0 = time.monotonic()
+
+        def quiet(s: dict[str, Any]) -> bool:
+            spaces = s["store"]["vector_search"].values()
+            return not any(v.get("building") or v.get("due") for v in spaces)
+
+        self.wait_for(quiet, timeout)
+        return time.monotonic() - t0
+
     def stop(self) -> int:
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0

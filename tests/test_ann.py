@@ -110,12 +110,14 @@ def test_a_quiet_index_builds_again_and_the_changes_fold_in(
     assert index.graph_builds == 1 and len(index._ann.dirty) == 10
     index.put([f"y{i}" for i in range(50)], _vectors(rng, 50))
     assert index.graph_builds == 1  # 60 changes, worth a graph, but not quiet yet
+    assert index.state()["due"] == 1  # and status says that one is coming
     # Quiet: a timer starts the build, with no query to start it.
     end = time.monotonic() + 20
     while index.graph_builds < 2 and time.monotonic() < end:
         time.sleep(0.05)
     index.wait_for_graph()
     assert index.graph_builds == 2 and not index._ann.dirty
+    assert index.state()["due"] == 0 and index.state()["building"] == 0
 
 
 def test_the_graph_is_read_back_with_its_stamp_and_built_again_when_garbled(

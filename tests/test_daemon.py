@@ -55,6 +55,7 @@ def test_status_reports_counts_and_rejected_notes(daemon: DaemonProc) -> None:
         "by": "scan",
         "changed_since_graph": 0,
         "building": 0,
+        "due": 0,
     }
     assert set(searched) == {"chunks", "entities", "relationships"}
     assert {b["target"] for b in daemon.call("broken")["broken"]} == {"Charles Babbage"}

@@ -238,6 +238,12 @@ class Ann:
         _LIVE.add(self)
         self._timer.start()
 
+    @property
+    def armed(self) -> bool:
+        """A build waits for the rows to go quiet (``when_quiet``): for ``status``, so a
+        benchmark or a user can tell a graph still to come from none at all."""
+        return self._timer is not None
+
     def _disarm(self) -> None:
         """No build waits for quiet rows any more (cancelling the timer that is firing
         now is harmless: it is past its wait)."""

@@ -189,6 +189,8 @@ class VectorIndex:
             "by": "graph" if self.searched_by_graph else "scan",
             "changed_since_graph": len(ann.dirty) if ann is not None and ann.graph else 0,
             "building": int(ann is not None and ann.pending is not None),
+            # a graph is due once the rows have been quiet for ``IDLE`` seconds
+            "due": int(ann is not None and ann.armed),
         }
 
     @property
