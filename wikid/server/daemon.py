@@ -183,7 +183,9 @@ class Daemon:
             debounce=self.cfg.debounce_ms / 1000,
             max_queue=self.cfg.max_queue,
         )
-        self.watcher.start(loop)  # before the initial sync, so no change during it is missed
+        # Before the initial sync, so no change during it is missed; in a thread, since
+        # watchdog adds a watch per folder as it starts (a 13k restart's status: 76-88 ms).
+        await asyncio.to_thread(self.watcher.start, loop)
         self._phase("initial sync")
         async with self.batch_lock:  # queries wait for it (see reads._consistent)
             self.busy = True

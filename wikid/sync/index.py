@@ -325,7 +325,9 @@ class Index(Extracting):
         """The first sync: from the parse cache, one update with the files that changed
         since the last run; else a full reconcile (first run, or a cache not trusted)."""
         started = time.perf_counter()
-        before = self.store.ledger.digests()
+        # Off the loop: 13k rows, and the store's lock may be held by a vector load
+        # (a restart's worst status reply, 84-133 ms, waited on it).
+        before = await asyncio.to_thread(self.store.ledger.digests)
         report: BatchReport
         if self.startup:  # the graph is the store's: serve it, then bring it up to date
             if self.graph_from != "saved":
