@@ -52,3 +52,11 @@ def test_counts_stay_right_when_the_word_memo_is_forgotten(monkeypatch: pytest.M
     for _ in range(3):
         assert tokens.count(text) == reference(text)
     assert len(tokens._pieces) <= 3
+
+
+def test_a_long_text_is_counted_by_the_path_that_lets_go_of_the_gil() -> None:
+    text = "Ünïcode wörds — ça va, naïve café, 中文 words. " * 200  # not plain, and long
+    assert len(text) > tokens.LONG_TEXT
+    assert len(tokens.ids(text)) == tokens.count(text) == reference(text)
+    short = text[: tokens.LONG_TEXT]
+    assert len(tokens.ids(short)) == reference(short)

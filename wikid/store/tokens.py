@@ -66,8 +66,16 @@ def model_ids(texts: list[str], max_tokens: int) -> list[list[int]]:
     return out
 
 
+LONG_TEXT = 4096  # characters past which ``ids`` lets go of the GIL
+
+
 def ids(text: str) -> list[int]:
-    """The word pieces of ``text``, without the special tokens."""
+    """The word pieces of ``text``, without the special tokens. A long text goes through
+    ``encode_batch``, which lets go of the GIL: ``encode`` holds it (a 200 KB paragraph
+    counted in a worker thread held the event loop for 115 ms; 5 ms this way), but costs
+    20 us less on a paragraph (100 against 120 us)."""
+    if len(text) > LONG_TEXT:
+        return wordpiece().encode_batch([text], add_special_tokens=False)[0].ids  # type: ignore[no-any-return]
     return wordpiece().encode(text, add_special_tokens=False).ids  # type: ignore[no-any-return]
 
 
