@@ -14,6 +14,7 @@ from graphtools import delete, write
 from llmserver import LLMServer
 from storetools import unique_workspace
 
+from wikid.ask import walk
 from wikid.ask.answer import messages
 from wikid.ask.shelf import Shelf
 from wikid.client import RemoteError, request
@@ -95,6 +96,42 @@ def test_the_pick_reads_the_chunks_the_store_holds_as_the_chunker_makes_them(
                     headed += want["heading"] is not None
             assert headed >= 3  # the example vault's three sections under a heading
             assert shelf.locate(notes[0], "chunk-not-one-of-its") == {"heading": None, "line": 1}
+        finally:
+            await idx.close()
+
+    asyncio.run(run())
+
+
+def test_the_walk_keeps_the_words_the_retrieval_embedded_and_answers_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question that names notes has its other words embedded in the retrieval's
+    call (``store.retrieve``'s ``words``) and kept by the walk (``Meaning.keep``): the
+    evidence is the one the walk gives embedding them itself, as it does for a model
+    whose vectors may depend on their batch (an HTTP one), which keeps no words."""
+    question = "Which person did Ada Lovelace work with on the Analytical Engine he designed?"
+
+    async def ask(idx: Index) -> dict[str, Any]:
+        walk._WORD_MEMOS.clear()
+        return await query(idx, question, "mix", 3000, explain=True)
+
+    async def run() -> None:
+        idx = await _open(EXAMPLE, tmp_path)
+        try:
+            asked: list[str] = []
+            embed = Index.embed
+            monkeypatch.setattr(Index, "embed", lambda i, ts: asked.extend(ts) or embed(i, ts))
+            kept = await ask(idx)
+            named = [n for n, _ in idx.names_in(question)]
+            words = walk.rest_words(question, named)
+            assert set(walk._WORD_MEMOS[idx.model_id]) == set(words) == {"work", "he", "designed"}
+            assert not set(words) & set(asked)  # the walk embedded none of them again
+            monkeypatch.setattr(Index, "embeds_per_text", property(lambda _: False))
+            plain = await ask(idx)
+            assert not walk._WORD_MEMOS.get(idx.model_id)  # nothing kept
+            for k in ("entities", "relations", "chunks"):
+                assert plain[k] == kept[k] and kept[k], k
+            assert any(i["path"] == "People/Ada Lovelace.md" for i in kept["entities"])
         finally:
             await idx.close()
 

@@ -32,6 +32,7 @@ class HashEmbedder:
     model_id = MINILM_ID
     dim = MINILM_DIM
     max_tokens = MINILM_MAX_TOKENS
+    per_text = True  # each text's vector is its hash's
 
     def __init__(self) -> None:
         self.texts: list[str] = []

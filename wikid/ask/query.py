@@ -45,7 +45,7 @@ from wikid.ask.fuse import (
     vector_order,
 )
 from wikid.ask.shelf import Shelf, stored_tokens
-from wikid.ask.walk import Reached, meaning_of, reach
+from wikid.ask.walk import Reached, meaning_of, reach, rest_words
 from wikid.core.chunk import is_boilerplate
 from wikid.core.vault import template_folders
 from wikid.core.words import question_keywords, terms
@@ -206,13 +206,15 @@ def _rank(
     names: list[tuple[str, str]],
     vector_items: list[Item],
     hits: list[Hit],
+    word_vectors: dict[str, Any],
 ) -> Ranking:
     """The walk and the fused ranking; with the store's vectors, the links of the best
-    fused notes to follow (``ask.hop``)."""
+    fused notes to follow (``ask.hop``). ``word_vectors``: question words the retrieval
+    embedded already."""
     vg = index.graph
-    seeded, reached = reach(
-        vg, question, names, meaning_of(index.embed, index.model_id), GRAPH_POOL
-    )
+    meaning = meaning_of(index.embed, index.model_id, index.embeds_per_text)
+    meaning.keep(word_vectors)
+    seeded, reached = reach(vg, question, names, meaning, GRAPH_POOL)
     lists = {
         "graph": [home(vg, r) for r in reached],
         "named": [p for p in seeded if p in vg.notes],
@@ -319,7 +321,10 @@ async def evidence(
         mentioned = await asyncio.to_thread(index.names_in, question)
         high, low, names = keywords(index, question, mentioned)
         if vectors:
-            data = await index.retrieve(question, high, low, mode, POOLS)
+            # A question that names notes is walked from them, by the meaning of its
+            # other words: embedded with the question, in one call over the cores.
+            words = rest_words(question, [n for n, _ in names]) if names else []
+            data = await index.retrieve(question, high, low, mode, POOLS, words)
             vector_items = await candidates(index, {"data": data})
     finally:
         hits = await searching
@@ -330,7 +335,9 @@ async def evidence(
         question, mode, budget, explain, vectors, {"high": high, "low": low}, calls, among
     )
     async with index.graph_still:
-        ranked = await asyncio.to_thread(_rank, index, question, names, vector_items, hits)
+        ranked = await asyncio.to_thread(
+            _rank, index, question, names, vector_items, hits, data.get("word_vectors", {})
+        )
         hops: list[hop.Hop] = []
         if ranked.hop_plan is not None and ranked.hop_plan.chunks:
             scores = await index.similarity(data["question_vector"], ranked.hop_plan.ids())

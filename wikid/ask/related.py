@@ -250,7 +250,7 @@ async def _by_title(index: Index, path: str, near: dict[str, _Near], notes: list
     if not titled:
         return
     title = {p: index.graph.notes[p].title for p in [path, *titled]}
-    meaning = meaning_of(index.embed, index.model_id)
+    meaning = meaning_of(index.embed, index.model_id, index.embeds_per_text)
 
     def cosines() -> dict[str, float]:
         return meaning.best(meaning.vectors([title[path]]), [title[p] for p in titled])

@@ -68,19 +68,52 @@ class Reached:
 
 class Meaning:
     """Cosine similarity between question words and labels (edge kinds, classes), with
-    each label embedded once and kept (labels repeat across queries; words do not)."""
+    each label embedded once and kept (labels repeat across queries).
+
+    With a model whose vector of a text never depends on the texts embedded beside it
+    (``per_text``: wikid's ONNX models run one text a run), new labels are embedded in
+    one call, spread over the cores, and a question's words are kept too (``WORDS`` of
+    them: a user's questions reuse their words). An HTTP model's vector may depend on
+    its batch, so with one each label is embedded alone and words are never kept."""
 
     KEEP = 20_000  # labels kept (1.5 KB each with MiniLM); past that the memo starts over
+    WORDS = 4_096  # words kept (~6 MB with MiniLM); past that they start over
 
     def __init__(
-        self, embed: Callable[[list[str]], np.ndarray], memo: dict[str, Any] | None = None
+        self,
+        embed: Callable[[list[str]], np.ndarray],
+        memo: dict[str, Any] | None = None,
+        words: dict[str, Any] | None = None,
+        per_text: bool = False,
     ) -> None:
         self._embed = embed
         self._memo: dict[str, Any] = {} if memo is None else memo
+        self._words: dict[str, Any] = {} if words is None else words
+        self._per_text = per_text
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors of ``texts`` (a question's words), not kept."""
-        return normalized(self._embed(list(texts))) if texts else np.zeros((0, 1), np.float32)
+        """Unit vectors of ``texts`` (a question's words)."""
+        if not texts:
+            return np.zeros((0, 1), np.float32)
+        if not self._per_text:
+            return normalized(self._embed(list(texts)))
+        new = [t for t in dict.fromkeys(texts) if t not in self._words]
+        if new:
+            self.keep(dict(zip(new, self._embed(new), strict=True)))
+        known = [v for t in texts if (v := self._words.get(t)) is not None]
+        if len(known) < len(texts):  # another query started the memo over meanwhile
+            return normalized(self._embed(list(texts)))
+        return np.stack(known)
+
+    def keep(self, vectors: dict[str, np.ndarray]) -> None:
+        """Keep words' vectors embedded elsewhere by the same model (a query embeds its
+        words with its question, in one call over the cores): a ``per_text`` model only,
+        whose vector of a word is the same in any call."""
+        if not self._per_text or not vectors:
+            return
+        if len(self._words) + len(vectors) > self.WORDS:
+            self._words.clear()
+        self._words.update(zip(vectors, normalized(np.stack(list(vectors.values()))), strict=True))
 
     def nearest(self, words: np.ndarray, label: str) -> int | None:
         """The row of ``words`` closest to ``label`` (embedded by ``best`` already)."""
@@ -95,20 +128,28 @@ class Meaning:
         new = [x for x in wanted if x not in self._memo]
         if len(self._memo) + len(new) > self.KEEP:
             self._memo.clear()
-        for x in new:  # one at a time: an HTTP embedder's vector may depend on its batch
-            self._memo[x] = normalized(self._embed([humane(x)]))[0]
+        if self._per_text and new:  # all at once, over the cores
+            self._memo.update(zip(new, normalized(self._embed([humane(x) for x in new])), strict=True))
+        else:
+            for x in new:  # one at a time: see the class
+                self._memo[x] = normalized(self._embed([humane(x)]))[0]
         sims = words @ np.stack([self._memo[x] for x in wanted]).T
         return {x: float(s) for x, s in zip(wanted, sims.max(axis=0), strict=True)}
 
 
-_MEMOS: dict[str, dict[str, Any]] = {}  # model id -> label -> unit vector
+# model id -> label -> unit vector; and model id -> word -> unit vector
+_MEMOS: dict[str, dict[str, Any]] = {}
+_WORD_MEMOS: dict[str, dict[str, Any]] = {}
 
 
-def meaning_of(embed: Callable[[list[str]], np.ndarray], model_id: str) -> Meaning:
-    """A ``Meaning`` whose label vectors are kept across queries: they depend on the
-    model only, so one memo per model serves the walk's labels and related notes'
-    titles alike."""
-    return Meaning(embed, _MEMOS.setdefault(model_id, {}))
+def meaning_of(
+    embed: Callable[[list[str]], np.ndarray], model_id: str, per_text: bool = False
+) -> Meaning:
+    """A ``Meaning`` whose vectors are kept across queries: they depend on the model
+    only, so one memo per model serves the walk's labels and related notes' titles
+    alike."""
+    words = _WORD_MEMOS.setdefault(model_id, {})
+    return Meaning(embed, _MEMOS.setdefault(model_id, {}), words, per_text)
 
 
 def humane(label: str) -> str:
@@ -165,6 +206,14 @@ def _classes(vg: VaultGraph, node: str, exclude: set[str]) -> list[str]:
     return [c.rsplit("/", 1)[-1] for c in out if c]
 
 
+def rest_words(question: str, names: Iterable[str]) -> list[str]:
+    """The question's content words that are not in the names of its seeds: what the
+    walk matches edges, classes and titles by (all of them if each is in a name)."""
+    said = {w.lower() for name in names for w in words(name)}
+    asked = content_words(question)
+    return [w for w in dict.fromkeys(asked) if w.lower() not in said] or asked
+
+
 def reach(
     vg: VaultGraph, question: str, named: Iterable[tuple[str, str]], meaning: Meaning, top: int = 24
 ) -> tuple[dict[str, str], list[Reached]]:
@@ -172,9 +221,7 @@ def reach(
     seeded = seeds(vg, question, named)
     if not seeded:
         return seeded, []
-    said = {w.lower() for name in seeded.values() for w in words(name)}
-    asked = content_words(question)
-    rest = [w for w in dict.fromkeys(asked) if w.lower() not in said] or asked
+    rest = rest_words(question, seeded.values())
     wanted = terms(" ".join(rest))
     vectors = meaning.vectors(rest)
 

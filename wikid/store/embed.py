@@ -83,6 +83,7 @@ class MiniLM:
     model_id = MINILM_ID
     dim = MINILM_DIM
     max_tokens = MINILM_MAX_TOKENS
+    per_text = True  # a text's vector never depends on the texts beside it (one run each)
 
     def __init__(self, workers: int | None = None) -> None:
         model = _checked(model_path(), MODEL_SHA256)
@@ -199,6 +200,7 @@ class LocalOnnx:
         if "input_ids" not in self._inputs:
             raise EmbeddingError(f"{model} takes no input_ids: not a text embedding model")
         self.model_id = f"onnx:{model.name}:{digest.hexdigest()[:16]}"
+        self.per_text = True  # run as MiniLM is: one text a run
         self.workers = workers or max(1, min(4, os.cpu_count() or 1))
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="onnx")
         self._lock = threading.Lock()
@@ -288,6 +290,7 @@ class LoadingMiniLM:
     model_id = MINILM_ID
     dim = MINILM_DIM
     max_tokens = MINILM_MAX_TOKENS
+    per_text = True
 
     def __init__(self) -> None:
         self.ready: Future[MiniLM] = Future()

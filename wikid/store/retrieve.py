@@ -15,16 +15,15 @@ This module asks the same storages the same questions through their public inter
 (local entities and their edges ranked by degree and weight; global relations and their
 end entities; chunks by vector, then the chunks the records cite, ranked by similarity
 to the question, merged round-robin), but only as far as the pools wikid keeps, and only
-the edges that can rank among the kept ones are read. The three vector searches run one
-after another: run at once in worker threads they were slower at 13k (86 against 58 ms
-a query, measured), their numpy scans and SQL contending for 2 cores and one
-connection. The answer has the shape of ``aquery_data``'s ``data``.
+the edges that can rank among the kept ones are read. The three vector searches run at
+once, each in its worker thread (the HNSW graph, numpy and SQLite let go of the GIL),
+then the local and the global records. The answer has the shape of ``aquery_data``'s ``data``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,19 +37,29 @@ CHUNKS = ("mix", "naive")  # modes that search chunks by the question
 
 
 async def retrieve(
-    rag: Any, question: str, high: list[str], low: list[str], mode: str, pools: dict[str, int]
+    rag: Any,
+    question: str,
+    high: list[str],
+    low: list[str],
+    mode: str,
+    pools: dict[str, int],
+    words: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Entities, relationships and chunks for a question (no LLM: the keywords are
-    given), each list in retrieval order and at most its pool long; and the question's
-    ``question_vector``."""
+    given), each list in retrieval order and at most its pool long; the question's
+    ``question_vector``; and ``word_vectors``, of ``words`` (the ask layer's walk
+    wants its question's words by meaning: embedded in this one call, the model's runs
+    are spread over the cores together, not in two calls that each leave one idle)."""
     ll, hl = ", ".join(low), ", ".join(high)
     texts = {"question": question}
     if mode in LOCAL and ll:
         texts["ll"] = ll
     if mode in GLOBAL and hl:
         texts["hl"] = hl
-    embedded = await rag.embedding_func(list(texts.values()), context="query")
-    vectors = dict(zip(texts, embedded, strict=True))
+    extra = list(dict.fromkeys(words))
+    embedded = await rag.embedding_func([*texts.values(), *extra], context="query")
+    vectors = dict(zip(texts, embedded[: len(texts)], strict=True))
+    word_vectors = dict(zip(extra, embedded[len(texts) :], strict=True))
 
     async def search(storage: Any, purpose: str, k: int) -> list[dict[str, Any]]:
         if purpose not in vectors or k <= 0:
@@ -99,6 +108,7 @@ async def retrieve(
         "relationships": relations,
         "chunks": chunks,
         "question_vector": np.asarray(vectors["question"], np.float32),
+        "word_vectors": word_vectors,
     }
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,17 +278,30 @@ class Index(Extracting):
         """Vectors of short texts by the store's model, uncached (question words, labels)."""
         return self.store.embedder.embed(texts)
 
+    @property
+    def embeds_per_text(self) -> bool:
+        """The model's vector of a text never depends on the texts embedded beside it
+        (wikid's ONNX models; an HTTP endpoint may batch)."""
+        return bool(getattr(self.store.embedder, "per_text", False))
+
     async def aquery_data(self, question: str, param: Any) -> dict[str, Any]:
         """LightRAG's retrieval on this store (no LLM: keywords come in ``param``)."""
         result: dict[str, Any] = await self.store.rag.aquery_data(question, param)
         return result
 
     async def retrieve(
-        self, question: str, high: list[str], low: list[str], mode: str, pools: dict[str, int]
+        self,
+        question: str,
+        high: list[str],
+        low: list[str],
+        mode: str,
+        pools: dict[str, int],
+        words: Sequence[str] = (),
     ) -> dict[str, Any]:
         """The store's entities, relations and chunks for a question, at most ``pools``
-        of each, as ``aquery_data`` would rank them (``store.retrieve``: a third of its time)."""
-        return await retrieve(self.store.rag, question, high, low, mode, pools)
+        of each, as ``aquery_data`` would rank them (``store.retrieve``: a third of its
+        time); ``words`` are embedded in the same call (``word_vectors``)."""
+        return await retrieve(self.store.rag, question, high, low, mode, pools, words)
 
     def spans(self, path: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
         """A note's chunk ids and their start lines, as stored (empty: not a note)."""
