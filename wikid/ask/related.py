@@ -176,11 +176,19 @@ async def _fused(
     if dull:  # boilerplate (a table of contents, a live query) asks for nothing
         kept = [(c, n) for c, n in zip(ids, lines, strict=True) if c not in dull]
         ids, lines = tuple(c for c, _ in kept), tuple(n for _, n in kept)
-    near: dict[str, _Near] = {}
-    if "vector" in signals:
-        near = await _by_meaning(index, path, dict(zip(ids, lines, strict=True)))
-    async with index.graph_still:  # the walk of the graph, off the event loop
-        graph, linked = await asyncio.to_thread(_by_graph, index.graph, path)
+
+    async def meaning_near() -> dict[str, _Near]:
+        if "vector" not in signals:
+            return {}
+        return await _by_meaning(index, path, dict(zip(ids, lines, strict=True)))
+
+    async def walked() -> tuple[dict[str, _Graph], set[str]]:
+        async with index.graph_still:  # the walk of the graph, off the event loop
+            return await asyncio.to_thread(_by_graph, index.graph, path)
+
+    # The vector search (numpy and usearch, which let go of the GIL) beside the walk of
+    # the graph (Python): each needs only the note.
+    near, (graph, linked) = await asyncio.gather(meaning_near(), walked())
     if "graph" not in signals:
         graph = {}
     elif include_linked:  # a link counts as a neighbour shared with no other note
