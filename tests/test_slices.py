@@ -182,6 +182,22 @@ def test_progress_by_kind_guesses_each_kind_from_its_own_slices() -> None:
     assert shown[-1][:2] == (205, 290)
 
 
+def test_a_kind_with_a_guess_shows_it_until_its_slices_report() -> None:
+    """The links' texts are guessed from the pairs (one relation text a pair) until a
+    links slice reports, not from the chunks' slices, which are unlike them."""
+    shown: list[dict[str, tuple[int, int]]] = []
+    tally = Tally(
+        5,
+        lambda d, t, kinds: shown.append(kinds),
+        kinds=(("chunks and notes", 2), ("links", 3)),
+        guesses={"links": 60},
+    )
+    tally.of(0)(10, 100)
+    assert shown[-1] == {"chunks and notes": (10, 200), "links": (0, 60)}
+    tally.of(2)(5, 30)  # a links slice reported: its kind's mean from now on
+    assert shown[-1] == {"chunks and notes": (10, 200), "links": (5, 90)}
+
+
 def test_a_written_slice_is_let_go() -> None:
     """A slice's plan holds its records (every chunk's text): once written, nothing of
     the pipeline may keep it. Run with every plan a weakly referenced object, and at

@@ -169,7 +169,8 @@ class Sink:
         shown, self.store.progress = self.store.progress, None
         self._reconciling = True
         try:
-            tally = Tally(parts, shown, kinds=((MEANING, meaning), (LINKS, parts - meaning)))
+            kinds = ((MEANING, meaning), (LINKS, parts - meaning))
+            tally = Tally(parts, shown, kinds, guesses={LINKS: len(ps)})  # a text a pair
             done = await run_slices(parts, steps, tally, self.live)
         finally:
             self.store.progress, self._reconciling = shown, False
