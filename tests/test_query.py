@@ -126,6 +126,16 @@ def test_the_walk_keeps_the_words_the_retrieval_embedded_and_answers_the_same(
             words = walk.rest_words(question, named)
             assert set(walk._WORD_MEMOS[idx.model_id]) == set(words) == {"work", "he", "designed"}
             assert not set(words) & set(asked)  # the walk embedded none of them again
+            passed: list[Any] = []
+            retrieve = Index.retrieve
+
+            async def spy(i: Index, *a: Any) -> dict[str, Any]:
+                passed.append(a[-1])
+                return await retrieve(i, *a)
+
+            monkeypatch.setattr(Index, "retrieve", spy)
+            again = await query(idx, question, "mix", 3000, explain=True)
+            assert passed == [[]] and again["chunks"] == kept["chunks"]  # kept: not asked again
             monkeypatch.setattr(Index, "embeds_per_text", property(lambda _: False))
             plain = await ask(idx)
             assert not walk._WORD_MEMOS.get(idx.model_id)  # nothing kept

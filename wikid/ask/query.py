@@ -322,8 +322,10 @@ async def evidence(
         high, low, names = keywords(index, question, mentioned)
         if vectors:
             # A question that names notes is walked from them, by the meaning of its
-            # other words: embedded with the question, in one call over the cores.
-            words = rest_words(question, [n for n, _ in names]) if names else []
+            # other words: those not kept yet are embedded with the question, in one
+            # call over the cores.
+            meaning = meaning_of(index.embed, index.model_id, index.embeds_per_text)
+            words = meaning.unknown(rest_words(question, [n for n, _ in names])) if names else []
             data = await index.retrieve(question, high, low, mode, POOLS, words)
             vector_items = await candidates(index, {"data": data})
     finally:

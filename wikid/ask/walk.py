@@ -105,6 +105,13 @@ class Meaning:
             return normalized(self._embed(list(texts)))
         return np.stack(known)
 
+    def unknown(self, texts: Iterable[str]) -> list[str]:
+        """The words of ``texts`` a caller may embed for ``keep``: those not kept yet
+        (none for a model that is not ``per_text``, which keeps nothing)."""
+        if not self._per_text:
+            return []
+        return [t for t in dict.fromkeys(texts) if t not in self._words]
+
     def keep(self, vectors: dict[str, np.ndarray]) -> None:
         """Keep words' vectors embedded elsewhere by the same model (a query embeds its
         words with its question, in one call over the cores): a ``per_text`` model only,

@@ -17,7 +17,8 @@ end entities; chunks by vector, then the chunks the records cite, ranked by simi
 to the question, merged round-robin), but only as far as the pools wikid keeps, and only
 the edges that can rank among the kept ones are read. The three vector searches run at
 once, each in its worker thread (the HNSW graph, numpy and SQLite let go of the GIL),
-then the local and the global records. The answer has the shape of ``aquery_data``'s ``data``.
+then the local and the global records. The answer has the shape of ``aquery_data``'s
+``data``.
 """
 
 from __future__ import annotations
