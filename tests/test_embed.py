@@ -119,3 +119,32 @@ def test_batching_does_not_change_vectors() -> None:
     alone = np.stack([model.embed([t])[0] for t in TEXTS])
     assert np.allclose(together, alone, atol=1e-6)
     assert 128 < tokens.count(TEXTS[2]) < 256
+
+
+def test_a_question_is_embedded_ahead_of_a_batch_in_flight() -> None:
+    """A small call (a question's few texts) runs while a big one (a cold start's batch)
+    is in flight, instead of waiting for it to end; each gets the vectors it would get
+    alone."""
+    import threading
+    import time
+
+    model = default_embedder()
+    batch = [f"{TEXTS[2]} {i}" for i in range(300)]  # long texts: seconds on 2 cores
+    question = ["how are graph notes linked?", "graph notes", "linked"]
+    alone = model.embed(question)
+    done: dict[str, float] = {}
+    out: dict[str, np.ndarray] = {}
+
+    def big() -> None:
+        out["batch"] = model.embed(batch)
+        done["batch"] = time.monotonic()
+
+    thread = threading.Thread(target=big)
+    thread.start()
+    time.sleep(0.3)  # the batch's runs have started
+    out["question"] = model.embed(question)
+    done["question"] = time.monotonic()
+    thread.join()
+    assert done["question"] < done["batch"]  # it did not wait for the batch to end
+    assert np.allclose(out["question"], alone, atol=1e-6)
+    assert np.allclose(out["batch"][:2], model.embed(batch[:2]), atol=1e-6)
