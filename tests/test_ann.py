@@ -120,6 +120,28 @@ def test_a_quiet_index_builds_again_and_the_changes_fold_in(
     assert index.state()["due"] == 0 and index.state()["building"] == 0
 
 
+def test_changes_made_while_a_graph_builds_get_a_graph_of_their_own_when_quiet(
+    tmp_path: Path, few_rows: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows put while a build runs are not in its graph: once it is installed, a build
+    for them is due when the rows go quiet, with no query and no new put to start it."""
+    import wikid.store._ann as ann
+
+    monkeypatch.setattr(ann, "QUIET", 0.2)
+    monkeypatch.setattr(ann, "IDLE", 0.5)
+    rng = np.random.default_rng(9)
+    index = VectorIndex(DIM, tmp_path / "v.i8")
+    index.put([f"id{i}" for i in range(6000)], _vectors(rng, 6000))
+    end = time.monotonic() + 30
+    while index._ann is not None and index._ann.pending is None and time.monotonic() < end:
+        time.sleep(0.001)  # until the quiet timer has started the first build
+    assert index._ann is not None and index._ann.pending is not None
+    index.put([f"x{i}" for i in range(400)], _vectors(rng, 400))  # during the build
+    index.wait_for_graph()
+    assert index.graph_builds == 2 and not index._ann.dirty
+    assert index.state()["due"] == 0 and index.state()["changed_since_graph"] == 0
+
+
 def test_the_graph_is_read_back_with_its_stamp_and_built_again_when_garbled(
     tmp_path: Path, few_rows: None
 ) -> None:

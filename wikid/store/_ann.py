@@ -167,6 +167,11 @@ class Ann:
     pending: set[int] | None = None  # keys changed since a running build's snapshot
     last_change: float = 0.0
     builds: int = 0  # graphs built by this process (tests read it)
+    # The owner's build-when-quiet, called once a build is installed: the changes made
+    # while it ran may be worth another. Without it that graph waited for a query to
+    # start it, and the queries after ran beside the build (50k: the chunks' last
+    # 54k rows scanned by every query, and a benchmark that saw nothing due).
+    after_build: Callable[[], None] | None = None
     _halt: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _timer: threading.Timer | None = None
@@ -323,6 +328,8 @@ class Ann:
                 self.dirty |= self.pending
                 self.last_change = time.monotonic() + 60.0  # no retry in a tight loop
             self.pending = None
+            if self.after_build is not None and not self._halt.is_set():
+                self.after_build()
             if self._timer is None:
                 _LIVE.discard(self)
         if graph is not None:

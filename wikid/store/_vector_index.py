@@ -88,7 +88,7 @@ class VectorIndex:
         self._lock = threading.RLock()
         # A graph over the rows, for a writer's rows in a file only: it is built in a
         # thread from a copy of that file (a reader's heap rows are scanned).
-        self._ann = Ann(_graph_file(rows), self._lock) if rows is not None else None
+        self._ann = self._graph(rows) if rows is not None else None
         if self._ann is not None:
             self._ann.forget()  # new rows: no old graph describes them
 
@@ -151,6 +151,11 @@ class VectorIndex:
     def _maybe_build(self) -> None:
         if self._ann is not None and isinstance(self._mat, FileRows) and self._ann.due(self._n):
             self._ann.start(self._snapshot)
+
+    def _graph(self, rows: Path) -> Ann:
+        """The graph of rows in the file ``rows``: a build that ends with changes enough
+        for another is followed by one once the rows go quiet."""
+        return Ann(_graph_file(rows), self._lock, after_build=self._build_when_quiet)
 
     def _build_when_quiet(self) -> None:
         """A graph worth building and not started: built once the rows go quiet, not by
@@ -422,7 +427,7 @@ class VectorIndex:
         index._hash = hashes(found.names)
         index._stamped = stamp_file if writer else None
         if writer:
-            index._ann = Ann(_graph_file(rows), index._lock)
+            index._ann = index._graph(rows)
             graph = Graph.view(index._ann.path, found.graph) if found.graph else None
             if graph is not None:
                 index._ann.graph, index._ann.dirty = graph, set(found.dirty)
