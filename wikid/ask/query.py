@@ -45,7 +45,7 @@ from wikid.ask.fuse import (
     vector_order,
 )
 from wikid.ask.shelf import Shelf, stored_tokens
-from wikid.ask.walk import Reached, meaning_of, reach, rest_words
+from wikid.ask.walk import Meaning, Reached, meaning_of, reach, rest_words
 from wikid.core.chunk import is_boilerplate
 from wikid.core.vault import template_folders
 from wikid.core.words import question_keywords, terms
@@ -206,14 +206,12 @@ def _rank(
     names: list[tuple[str, str]],
     vector_items: list[Item],
     hits: list[Hit],
-    word_vectors: dict[str, Any],
+    meaning: Meaning,
 ) -> Ranking:
     """The walk and the fused ranking; with the store's vectors, the links of the best
-    fused notes to follow (``ask.hop``). ``word_vectors``: question words the retrieval
-    embedded already."""
+    fused notes to follow (``ask.hop``). ``meaning``: the walk's, holding the question
+    words the retrieval embedded already."""
     vg = index.graph
-    meaning = meaning_of(index.embed, index.model_id, index.embeds_per_text)
-    meaning.keep(word_vectors)
     seeded, reached = reach(vg, question, names, meaning, GRAPH_POOL)
     lists = {
         "graph": [home(vg, r) for r in reached],
@@ -315,6 +313,7 @@ async def evidence(
         asyncio.to_thread(index.search, question, BM25_POOL, None, None, True, among)
     )
     calls = index.llm_calls
+    meaning = meaning_of(index.embed, index.model_id, index.embeds_per_text)
     vector_items: list[Item] = []
     data: dict[str, Any] = {}
     try:
@@ -323,10 +322,10 @@ async def evidence(
         if vectors:
             # A question that names notes is walked from them, by the meaning of its
             # other words: those not kept yet are embedded with the question, in one
-            # call over the cores.
-            meaning = meaning_of(index.embed, index.model_id, index.embeds_per_text)
+            # call over the cores, and kept for the walk.
             words = meaning.unknown(rest_words(question, [n for n, _ in names])) if names else []
             data = await index.retrieve(question, high, low, mode, POOLS, words)
+            meaning.keep(data["word_vectors"])
             vector_items = await candidates(index, {"data": data})
     finally:
         hits = await searching
@@ -337,9 +336,7 @@ async def evidence(
         question, mode, budget, explain, vectors, {"high": high, "low": low}, calls, among
     )
     async with index.graph_still:
-        ranked = await asyncio.to_thread(
-            _rank, index, question, names, vector_items, hits, data.get("word_vectors", {})
-        )
+        ranked = await asyncio.to_thread(_rank, index, question, names, vector_items, hits, meaning)
         hops: list[hop.Hop] = []
         if ranked.hop_plan is not None and ranked.hop_plan.chunks:
             scores = await index.similarity(data["question_vector"], ranked.hop_plan.ids())

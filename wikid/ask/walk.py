@@ -97,13 +97,14 @@ class Meaning:
             return np.zeros((0, 1), np.float32)
         if not self._per_text:
             return normalized(self._embed(list(texts)))
-        new = [t for t in dict.fromkeys(texts) if t not in self._words]
+        # Read once: another query may start the memo over meanwhile.
+        found = {t: v for t in dict.fromkeys(texts) if (v := self._words.get(t)) is not None}
+        new = [t for t in dict.fromkeys(texts) if t not in found]
         if new:
-            self.keep(dict(zip(new, self._embed(new), strict=True)))
-        known = [v for t in texts if (v := self._words.get(t)) is not None]
-        if len(known) < len(texts):  # another query started the memo over meanwhile
-            return normalized(self._embed(list(texts)))
-        return np.stack(known)
+            fresh = dict(zip(new, normalized(self._embed(new)), strict=True))
+            self._store(fresh)
+            found |= fresh
+        return np.stack([found[t] for t in texts])
 
     def unknown(self, texts: Iterable[str]) -> list[str]:
         """The words of ``texts`` a caller may embed for ``keep``: those not kept yet
@@ -116,11 +117,16 @@ class Meaning:
         """Keep words' vectors embedded elsewhere by the same model (a query embeds its
         words with its question, in one call over the cores): a ``per_text`` model only,
         whose vector of a word is the same in any call."""
-        if not self._per_text or not vectors:
-            return
-        if len(self._words) + len(vectors) > self.WORDS:
+        if self._per_text and vectors:
+            unit = normalized(np.stack(list(vectors.values())))
+            self._store(dict(zip(vectors, unit, strict=True)))
+
+    def _store(self, unit: dict[str, np.ndarray]) -> None:
+        """Keep these words' unit vectors, the memo started over when it would pass
+        ``WORDS``."""
+        if len(self._words) + len(unit) > self.WORDS:
             self._words.clear()
-        self._words.update(zip(vectors, normalized(np.stack(list(vectors.values()))), strict=True))
+        self._words.update(unit)
 
     def nearest(self, words: np.ndarray, label: str) -> int | None:
         """The row of ``words`` closest to ``label`` (embedded by ``best`` already)."""
@@ -136,7 +142,9 @@ class Meaning:
         if len(self._memo) + len(new) > self.KEEP:
             self._memo.clear()
         if self._per_text and new:  # all at once, over the cores
-            self._memo.update(zip(new, normalized(self._embed([humane(x) for x in new])), strict=True))
+            self._memo.update(
+                zip(new, normalized(self._embed([humane(x) for x in new])), strict=True)
+            )
         else:
             for x in new:  # one at a time: see the class
                 self._memo[x] = normalized(self._embed([humane(x)]))[0]
