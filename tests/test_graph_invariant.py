@@ -197,10 +197,12 @@ def check_rounds(root: Path, steps: list[tuple[str, str, object]]) -> None:
     vg = VaultGraph.load(root)
     for op in steps:
         before = snapshot(vg)
+        vg.ghosts()  # kept from here: the update must not leave it stale
         delta = vg.update(_apply(root, op))
         now = snapshot(vg)
         fresh = VaultGraph.load(root)
         assert_same(now, snapshot(fresh))
+        assert sorted(vg.ghosts()) == sorted(fresh.ghosts())
         assert vg.problems == fresh.problems
         assert_same(replay(before, delta), now)
         assert not set(delta.nodes_added) & set(before[0]), "an existing node reported as added"

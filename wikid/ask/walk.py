@@ -185,11 +185,10 @@ def seeds(vg: VaultGraph, question: str, named: Iterable[tuple[str, str]]) -> di
         if node in vg.g:
             out.setdefault(node, name)
     low = " " + _spoken(question) + " "
-    for node, attrs in vg.g.nodes(data=True):
-        if attrs["kind"] == "ghost":
-            title = _spoken(attrs["title"])
-            if title and f" {title} " in low:
-                out.setdefault(node, attrs["title"])
+    for node, written in vg.ghosts():
+        title = _spoken(written)
+        if title and f" {title} " in low:
+            out.setdefault(node, written)
     return out
 
 

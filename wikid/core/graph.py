@@ -99,6 +99,7 @@ class VaultGraph(HeldNotes, ReadsChanges):
         self._restat: dict[str, Note] = {}
         # The payloads of head notes (``release``), from the parse cache or the file.
         self.payloads = Payloads(self._read_file)
+        self._ghosts: list[tuple[str, str]] | None = None  # ``ghosts()``, until a change
 
     @classmethod
     def load(cls, root: Path | str, options: VaultOptions | None = None) -> VaultGraph:
@@ -135,12 +136,14 @@ class VaultGraph(HeldNotes, ReadsChanges):
         # Heads: a restart takes their payloads from the parse cache (``release``).
         state["notes"] = {p: n.head() for p, n in self.notes.items()}
         del state["filter"], state["payloads"]
+        state.pop("_ghosts", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.filter = VaultFilter(self.root, self.options)
         self.payloads = Payloads(self._read_file)
+        self._ghosts = None
         if "_errors" not in state:  # saved before the index was kept
             self._errors = {p: n.error for p, n in self.notes.items() if n.error}
 
@@ -152,6 +155,16 @@ class VaultGraph(HeldNotes, ReadsChanges):
         out = dict(self._errors)
         out.update(self.walk_errors)
         return dict(sorted(out.items()))
+
+    def ghosts(self) -> list[tuple[str, str]]:
+        """(node, title) of every unwritten link target, in the graph's order: kept
+        until the graph next changes. Why: every question looks for their titles in
+        itself (``ask.walk.seeds``), and finding them by a scan of every node was
+        O(vault) a question (~30k nodes at 13k notes)."""
+        if self._ghosts is None:
+            nodes = self.g.nodes(data="kind")
+            self._ghosts = [(n, self.g.nodes[n]["title"]) for n, k in nodes if k == "ghost"]
+        return self._ghosts
 
     # -- updating -----------------------------------------------------------
 
@@ -178,6 +191,7 @@ class VaultGraph(HeldNotes, ReadsChanges):
                 self.notes[path] = note
         if not notes_new and not attach_new:
             return Delta()
+        self._ghosts = None
         affected = self._affected(notes_new, attach_new)
         touched = set(notes_new) | set(attach_new)
         before_edges = self._out_edges(affected, touched) if want_delta else {}
