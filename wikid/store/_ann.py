@@ -72,6 +72,15 @@ IDLE = 30.0
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 160
+# A question's few vectors search wider: each query asks usearch for at least ``WIDE``
+# matches (its search list is as long) and keeps the best ``count``. Why: a question
+# is unlike the rows, and on a generated 13k vault's store (49k chunk rows, 39k relation
+# rows; 128 bench questions) the rescored top 8 chunks held 0.907 of the exact scan's
+# at the default width and 0.961 at 512, the top 16 relations 0.856 -> 0.943, for
+# 0.9 -> 2.1 ms a search (bench/bench_ann_recall.py). A batch (a note's chunks, for
+# related notes) keeps the default: it pays per vector, and a chunk asks like a row.
+FEW = 4
+WIDE = 512
 # One graph is built at a time in a process: each holds its rows and links in the heap
 # until it is saved (~0.8 KB a row), and three at once would be three such peaks.
 _BUILDING = threading.Lock()
@@ -143,13 +152,16 @@ class Graph:
         return cls(index, path, found)
 
     def search(self, queries: np.ndarray, count: int) -> list[np.ndarray]:
-        """Each query's ``count`` nearest keys (fewer if the graph holds fewer)."""
+        """Each query's ``count`` nearest keys, best first (fewer if the graph holds
+        fewer); found by a wider search for a few queries (``WIDE``)."""
         from usearch.index import BatchMatches
 
-        found = self.index.search(queries, count, threads=min(2, len(queries)))
+        width = max(count, WIDE) if len(queries) <= FEW else count
+        found = self.index.search(queries, width, threads=min(2, len(queries)))
         if isinstance(found, BatchMatches):
-            return [found.keys[i, : int(found.counts[i])] for i in range(len(queries))]
-        return [found.keys]  # one query: usearch answers with its matches alone
+            counts = np.minimum(found.counts, count)
+            return [found.keys[i, : int(counts[i])] for i in range(len(queries))]
+        return [found.keys[:count]]  # one query: usearch answers with its matches alone
 
 
 @dataclass(eq=False)  # hashable by identity: ``_LIVE`` holds it
