@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_scale import questions
 
 from wikid.store.embed import normalized
+from wikid.store.sqlite_vector import RESCORED
 from wikid.sync.index import Index
 
 KS = {"chunks": 8, "entities": 16, "relationships": 16}  # the pools a query keeps
@@ -52,7 +53,7 @@ def recall(vdb: Any, asked: np.ndarray, k: int, width: int) -> tuple[float, floa
     at = {x: i for i, x in enumerate(ids)}
     vi = vdb._index
     graph = vi._ann.graph
-    want = 4 * k + 32  # as ``SQLiteVectorStorage._nearest`` asks
+    want = k + RESCORED  # as ``SQLiteVectorStorage._nearest`` asks
     got, took = [], []
     for q in asked:
         exact = set(ids[np.argsort(-(mat @ q))[:k]])
@@ -98,7 +99,7 @@ if __name__ == "__main__":
     ap.add_argument("--vault", type=Path, required=True)
     ap.add_argument("--workdir", type=Path, required=True)
     ap.add_argument("--questions", type=int, default=128)
-    ap.add_argument("--widths", default="0,320,512,768", help="0: the pool's own (4k+32)")
+    ap.add_argument("--widths", default="0,320,512,768", help="0: the pool's own (k + RESCORED)")
     args = ap.parse_args()
     widths = [int(w) for w in args.widths.split(",")]
     asyncio.run(main(args.vault, args.workdir, args.questions, widths))

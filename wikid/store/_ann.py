@@ -68,7 +68,7 @@ IDLE = 30.0
 # (a runtime setting: a viewed file does not keep it). Measured on vaultofknowledge's
 # relation vectors, the hardest namespace (many near-alike texts), asked with 300 of its
 # chunks, the rescored top 10 held 0.9937 of the exact one at 64, 0.9987 at 200; the
-# chunks and entities >= 0.998 either way (the caller asks 4 * k + 32 candidates).
+# chunks and entities >= 0.998 either way (the caller asked 4 * k + 32 candidates).
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 160
