@@ -41,6 +41,18 @@ def test_common_words_are_counted_by_their_stem(tmp_path: Path) -> None:
     assert counts["budget"] >= N and counts["quokka"] == 1 and counts["absent"] == 0
 
 
+def test_kept_counts_follow_every_commit(tmp_path: Path) -> None:
+    """Counts are kept between searches, until a commit (by another connection, as
+    the daemon's writer is) may have changed them."""
+    _, search = _index(tmp_path)
+    assert search.rows_with("fts_notes", ["quokka", "wombat"]) == {"quokka": 1, "wombat": 0}
+    note = parse_note("Wombat.md", b"A wombat and a quokka.\n")
+    search.update({"Wombat.md": note})
+    assert search.rows_with("fts_notes", ["quokka", "wombat"]) == {"quokka": 2, "wombat": 1}
+    search.update({"Wombat.md": None, "Quokka Plan.md": None})
+    assert search.rows_with("fts_notes", ["wombats", "quokka"]) == {"wombats": 0, "quokka": 0}
+
+
 def test_a_query_search_leaves_out_words_in_most_notes(tmp_path: Path) -> None:
     _, search = _index(tmp_path)
     q = "what is the budget of the quokka plan?"
