@@ -77,8 +77,9 @@ EXPANSION_SEARCH = 160
 # is unlike the rows, and on a generated 13k vault's store (49k chunk rows, 39k relation
 # rows; 128 bench questions) the rescored top 8 chunks held 0.907 of the exact scan's
 # at the default width and 0.961 at 512, the top 16 relations 0.856 -> 0.943, for
-# 0.9 -> 2.1 ms a search (bench/bench_ann_recall.py). A batch (a note's chunks, for
-# related notes) keeps the default: it pays per vector, and a chunk asks like a row.
+# 1.1 -> 2.5 and 0.7 -> 1.5 ms a search (bench/bench_ann_recall.py). A batch (a note's
+# chunks, for related notes) keeps the default: it pays per vector, and a chunk asks
+# like a row.
 FEW = 4
 WIDE = 512
 # One graph is built at a time in a process: each holds its rows and links in the heap
