@@ -47,25 +47,36 @@ def rows_of(vdb: Any) -> tuple[np.ndarray, np.ndarray]:
     return ids, normalized(mat)
 
 
-def recall(vdb: Any, asked: np.ndarray, k: int, width: int) -> tuple[float, float]:
+def exact_top(ids: np.ndarray, mat: np.ndarray, asked: np.ndarray, k: int) -> list[set[str]]:
+    """Each query's exact top k over every stored float32 row."""
+    return [set(ids[np.argsort(-(mat @ q))[:k]]) for q in asked]
+
+
+def recall(
+    vdb: Any,
+    rows: tuple[np.ndarray, np.ndarray],
+    asked: np.ndarray,
+    exact: list[set[str]],
+    k: int,
+    width: int,
+) -> tuple[float, float]:
     """(mean recall@k of the graph's candidates rescored, median ms of one search)."""
-    ids, mat = rows_of(vdb)
+    ids, mat = rows
     at = {x: i for i, x in enumerate(ids)}
     vi = vdb._index
     graph = vi._ann.graph
     want = k + RESCORED  # as ``SQLiteVectorStorage._nearest`` asks
     got, took = [], []
-    for q in asked:
-        exact = set(ids[np.argsort(-(mat @ q))[:k]])
+    for q, best in zip(asked, exact, strict=True):
         t = time.perf_counter()
         found = graph.index.search(q.reshape(1, -1), max(want, width)).keys[:want]
         took.append(time.perf_counter() - t)
-        rows = vi._rows_by_hash(found)
-        keys = [x.decode() for x in vi._keys[rows[rows >= 0]].tolist()]
+        held = vi._rows_by_hash(found)
+        keys = [x.decode() for x in vi._keys[held[held >= 0]].tolist()]
         keys = [x for x in keys if x in at]
         scores = mat[[at[x] for x in keys]] @ q
         top = {keys[i] for i in np.argsort(-scores)[:k]}
-        got.append(len(top & exact) / k)
+        got.append(len(top & best) / k)
     return float(np.mean(got)), statistics.median(took) * 1000
 
 
@@ -81,12 +92,14 @@ async def main(vault: Path, workdir: Path, n: int, widths: list[int]) -> None:
         if not vi.searched_by_graph:
             print(f"{vdb.namespace}: {len(vi)} rows, scanned exactly (no graph)")
             continue
-        _, mat = rows_of(vdb)
+        rows = rows_of(vdb)  # read once: every width and asker scores against them
+        ids, mat = rows
         own = mat[random.Random(3).sample(range(len(mat)), min(200, len(mat)))]
         k = KS[vdb.namespace]
         for label, qs in (("questions", normalized(np.asarray(asked, np.float32))), ("rows", own)):
+            exact = exact_top(ids, mat, qs, k)
             for width in widths:
-                r, ms = recall(vdb, qs, k, width)
+                r, ms = recall(vdb, rows, qs, exact, k, width)
                 table.append((vdb.namespace, len(vi), label, width, k, r, ms))
     await idx.close()
     print(f"{'namespace':14} {'rows':>7} {'asked by':10} {'width':>5} {'recall@k':>9} {'ms':>6}")

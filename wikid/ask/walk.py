@@ -98,8 +98,9 @@ class Meaning:
         if not self._per_text:
             return normalized(self._embed(list(texts)))
         # Read once: another query may start the memo over meanwhile.
-        found = {t: v for t in dict.fromkeys(texts) if (v := self._words.get(t)) is not None}
-        new = [t for t in dict.fromkeys(texts) if t not in found]
+        unique = list(dict.fromkeys(texts))
+        found = {t: v for t in unique if (v := self._words.get(t)) is not None}
+        new = [t for t in unique if t not in found]
         if new:
             fresh = dict(zip(new, normalized(self._embed(new)), strict=True))
             self._store(fresh)

@@ -162,8 +162,8 @@ class VaultGraph(HeldNotes, ReadsChanges):
         itself (``ask.walk.seeds``), and finding them by a scan of every node was
         O(vault) a question (~30k nodes at 13k notes)."""
         if self._ghosts is None:
-            nodes = self.g.nodes(data="kind")
-            self._ghosts = [(n, self.g.nodes[n]["title"]) for n, k in nodes if k == "ghost"]
+            nodes = self.g.nodes(data=True)
+            self._ghosts = [(n, a["title"]) for n, a in nodes if a["kind"] == "ghost"]
         return self._ghosts
 
     # -- updating -----------------------------------------------------------
