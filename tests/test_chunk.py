@@ -44,3 +44,33 @@ def test_chunks_stay_within_the_target_and_keep_every_word(
         assert count(text) <= TARGET_TOKENS or " " not in text.strip(), text[:80]
     assert [c.tokens for c in chunks] == [count(c.content) for c in chunks]  # the store's
     assert " ".join(" ".join(texts).split()) == " ".join(note.body.replace("# Part", "").split())
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    st.lists(
+        st.text(st.sampled_from("# \t\n-_*.éa1١`~!{}[]"), max_size=12)
+        | st.sampled_from(["# Head", "#\tTab", "## Sub\tx", "#tag", "```toc\n```", "{{date}}", "![[x]]"]),
+        max_size=8,
+    ).map("\n".join)
+)
+def test_boilerplate_is_what_remains_without_skeleton(text: str) -> None:
+    """``is_boilerplate``'s shortcut for text with no plugin block, embed or placeholder
+    (a line of prose decides) agrees with its definition: nothing alphanumeric left
+    once the plugin blocks, embeds, headings and placeholders are taken out."""
+    import re
+
+    from wikid.core.chunk import PLUGIN_BLOCKS, is_boilerplate
+
+    def plugin(m: re.Match[str]) -> str:
+        lang, body = m.group(2).lower(), m.group(3)
+        return "" if lang in PLUGIN_BLOCKS or not body.strip() else m.group(0)
+
+    fence = re.compile(r"^(```+|~~~+)[ \t]*([\w-]*)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
+    rest = re.sub(
+        r"\{\{[^}]*\}\}|^#+[ \t].*$",
+        "",
+        re.sub(r"!\[\[[^\]]*\]\]", "", fence.sub(plugin, text)),
+        flags=re.M,
+    )
+    assert is_boilerplate("T › h\n\n" + text) == (not any(ch.isalnum() for ch in rest))
