@@ -50,7 +50,9 @@ def test_chunks_stay_within_the_target_and_keep_every_word(
 @given(
     st.lists(
         st.text(st.sampled_from("# \t\n-_*.éa1١`~!{}[]"), max_size=12)
-        | st.sampled_from(["# Head", "#\tTab", "## Sub\tx", "#tag", "```toc\n```", "{{date}}", "![[x]]"]),
+        | st.sampled_from(
+            ["# Head", "#\tTab", "## Sub\tx", "#tag", "```toc\n```", "{{date}}", "![[x]]"]
+        ),
         max_size=8,
     ).map("\n".join)
 )
