@@ -207,6 +207,8 @@ def print_stalls(name: str, log: Path, worst: int = 8) -> None:
             print(f"    {top}")
         for other in e.get("others", []):  # what the other threads ran meanwhile
             print(f"    beside it: {other}")
+        for c in e.get("gc", []):  # the collector's runs meanwhile, in any thread
+            print(f"    collection: generation {c['generation']}, {c['ms']} ms")
 
 
 def print_graphs(name: str, log: Path) -> None:

@@ -70,3 +70,32 @@ def test_a_stall_names_the_other_thread_that_ran_meanwhile(
         asyncio.run(main())
     found = [e for e in logs if e["event"] == "loop stall"]
     assert found and any("_holds_the_gil" in s for e in found for s in e["others"]), found
+
+
+def test_a_stall_names_the_collections_that_ran_during_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A full collection walks every object not frozen, holding the GIL, and shows in no
+    thread's stack: the report lists the collections that overlapped the stall."""
+    import gc
+
+    monkeypatch.setenv("WIKID_STALL_MS", "100")
+    garbage = [[] for _ in range(200_000)]  # a heap for the collection to walk
+    for i in range(len(garbage) - 1):
+        garbage[i].append(garbage[i + 1])
+
+    async def main() -> None:
+        monitor = stalls.watch()
+        assert monitor is not None
+        await asyncio.sleep(0.1)
+        gc.collect()  # the loop's own, during the stall below
+        _blocks_the_loop()
+        await asyncio.sleep(0.2)
+        monitor.stop()
+
+    with capture_logs() as logs:
+        asyncio.run(main())
+    found = [e for e in logs if e["event"] == "loop stall"]
+    assert len(found) == 1, logs
+    assert 2 in [c["generation"] for c in found[0]["gc"]], found
+    del garbage

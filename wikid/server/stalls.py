@@ -5,8 +5,10 @@ from outside. This thread samples the loop thread's stack while the loop is late
 and logs the stacks seen most, so a stall names its cause in the daemon's own log
 (``loop stall``: how long, and the innermost wikid and library frames; and, as
 ``others``, what the other threads ran meanwhile: a loop seen waiting in ``select``
-or in harmless code is waiting for the GIL, and one of those holds it). It is off
-unless ``WIKID_STALL_MS`` is set (a thread waking every few ms costs a laptop's
+or in harmless code is waiting for the GIL, and one of those holds it; and, as
+``gc``, the cyclic collections that ran during the stall, in whatever thread: a full
+collection walks every object not frozen, holding the GIL, and shows in no stack). It
+is off unless ``WIKID_STALL_MS`` is set (a thread waking every few ms costs a laptop's
 battery); the benchmarks set it.
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gc
 import os
 import sys
 import threading
@@ -67,16 +70,39 @@ class StallMonitor:
         self._done = threading.Event()
         self._task: asyncio.Task[None] | None = None
         self._thread = threading.Thread(target=self._watch, name="wikid-stalls", daemon=True)
+        # The collector's recent runs: (start, end, generation, objects collected).
+        self._collections: collections.deque[tuple[float, float, int, int]] = collections.deque(
+            maxlen=256
+        )
+        self._collecting = 0.0
 
     def start(self) -> None:
         self._loop_thread = threading.get_ident()
         self._task = asyncio.get_running_loop().create_task(self._heartbeat())
+        gc.callbacks.append(self._collected)
         self._thread.start()
 
     def stop(self) -> None:
         self._done.set()
+        if self._collected in gc.callbacks:
+            gc.callbacks.remove(self._collected)
         if self._task is not None:
             self._task.cancel()
+
+    def _collected(self, phase: str, info: dict[str, int]) -> None:
+        """``gc.callbacks``: run by the collecting thread, which holds the GIL."""
+        if phase == "start":
+            self._collecting = time.monotonic()
+        else:
+            item = (self._collecting, time.monotonic(), info["generation"], info["collected"])
+            self._collections.append(item)
+
+    def _collections_in(self, start: float, end: float) -> list[dict[str, float]]:
+        return [
+            {"generation": g, "ms": round((b - a) * 1000, 1), "collected": n}
+            for a, b, g, n in list(self._collections)
+            if b >= start and a <= end and (b - a) * 1000 >= 1.0  # a young one: noise
+        ]
 
     async def _heartbeat(self) -> None:
         step = self.limit / 4
@@ -105,6 +131,7 @@ class StallMonitor:
                     ms=round((self.beat - stalled_since) * 1000),
                     top=[f"{n}x {s}" for s, n in samples.most_common(3)],
                     others=[f"{n}x {s}" for s, n in others.most_common(3)],
+                    gc=self._collections_in(stalled_since, self.beat),
                 )
                 samples.clear()
                 others.clear()
