@@ -182,29 +182,22 @@ async def _fused(
             return {}
         return await _by_meaning(index, path, dict(zip(ids, lines, strict=True)))
 
-    # The vector search (numpy and usearch, which let go of the GIL) beside the walk of
-    # the graph (Python, ~0.2 ms at 13k notes), then beside the meaning of the graph's
-    # best: each needs only the note. (The fill waited for the search, to skip the notes
-    # it found: at 13k notes related p50 22 -> 19 ms in process with it beside.)
-    searched = asyncio.ensure_future(meaning_near())
-    filled: dict[str, _Near] = {}
-    try:
+    async def walked() -> tuple[dict[str, _Graph], set[str]]:
         async with index.graph_still:  # the walk of the graph, off the event loop
-            graph, linked = await asyncio.to_thread(_by_graph, index.graph, path)
-        if "graph" not in signals:
-            graph = {}
-        elif include_linked:  # a link counts as a neighbour shared with no other note
-            for p in linked:
-                graph.setdefault(p, _Graph()).score += LINK
-                graph[p].linked = True
-        if graph and ids and "vector" in signals:  # the graph's best, scored by meaning too
-            best = sorted(graph, key=lambda p: (-graph[p].score, p))[:GRAPH_POOL]
-            await _fill(index, path, lines[:MAX_CHUNKS], ids[:MAX_CHUNKS], filled, best)
-        near = await searched
-    finally:
-        searched.cancel()  # done by now, unless something above failed
-    for p, pair in filled.items():  # a note the search found keeps the search's pair
-        near.setdefault(p, pair)
+            return await asyncio.to_thread(_by_graph, index.graph, path)
+
+    # The vector search (numpy and usearch, which let go of the GIL) beside the walk of
+    # the graph (Python): each needs only the note.
+    near, (graph, linked) = await asyncio.gather(meaning_near(), walked())
+    if "graph" not in signals:
+        graph = {}
+    elif include_linked:  # a link counts as a neighbour shared with no other note
+        for p in linked:
+            graph.setdefault(p, _Graph()).score += LINK
+            graph[p].linked = True
+    if graph and ids and "vector" in signals:  # the graph's best, scored by meaning too
+        best = sorted(graph, key=lambda p: (-graph[p].score, p))[:GRAPH_POOL]
+        await _fill(index, path, lines[:MAX_CHUNKS], ids[:MAX_CHUNKS], near, best)
     if near and len(mine) == 1 and is_placeholder(mine[0].content):  # an empty note: its
         await _by_title(index, path, near, list(near))  # title is all it means
     notes = index.graph.notes
@@ -284,9 +277,9 @@ async def _fill(
     near: dict[str, _Near],
     notes: list[str],
 ) -> None:
-    """The best chunk pair of each of ``notes`` not in ``near``, so that a note close in
-    the graph has a meaning rank even where the nearest-chunk search missed it (a short
-    note's kin are often outside its chunks' nearest few dozen)."""
+    """The best chunk pair of each of ``notes`` that the nearest-chunk search missed,
+    so that a note close in the graph has a meaning rank too (a short note's kin are
+    often outside its chunks' nearest few dozen)."""
     theirs = {p: index.spans(p)[0][:MAX_CHUNKS] for p in notes if p not in near}
     if not theirs:  # all found by the search already: no vectors to read
         return
