@@ -142,22 +142,19 @@ class Sink:
             found garbage), holding the GIL, so the loop stalled: a 13k cold start ran
             22 full collections, 872 ms in all, up to 62 ms each; now 11, 27 ms."""
             with building():
-                return _plan(i)
-
-        def _plan(i: int) -> Planned:
-            if i >= meaning:
+                if i >= meaning:
+                    return self.planner.plan(
+                        set(), set(ps[i - meaning :: parts - meaning]), set(), {}, None
+                    )
+                mine = ts[i::meaning]
                 return self.planner.plan(
-                    set(), set(ps[i - meaning :: parts - meaning]), set(), {}, None
+                    set(ns[i::meaning]),
+                    set(),
+                    {p for p in mine if p in notes},
+                    force=pending if i == 0 else {},
+                    files={*mine, *attachments[i::meaning]},
+                    all_files=i == 0,
                 )
-            mine = ts[i::meaning]
-            return self.planner.plan(
-                set(ns[i::meaning]),
-                set(),
-                {p for p in mine if p in notes},
-                force=pending if i == 0 else {},
-                files={*mine, *attachments[i::meaning]},
-                all_files=i == 0,
-            )
 
         async def embed(
             planned: Planned, stop: Callable[[], bool], report: Callable[[int, int], None]
