@@ -380,3 +380,44 @@ def test_a_graph_built_after_the_rows_were_stamped_is_viewed_at_the_next_start(
     assert second == (1, False)
     third = asyncio.run(start(build=True))  # the second start's graph, viewed
     assert third == (0, True)
+
+
+def test_the_save_lets_others_run_and_a_stop_during_it_is_no_fault(
+    tmp_path: Path, few_rows: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph's save calls back into Python between its steps (so the event loop can
+    take the GIL: one C call held it 130-200 ms at 50k), and a stop that arrives then
+    ends the save: no graph, no warning (a stop is no fault), no leftovers; the next
+    build saves whole."""
+    from wikid.store import _ann
+
+    halt_at = [50]
+    made = _ann.go_on
+
+    def counting(halt: object) -> object:
+        inner = made(halt)  # type: ignore[arg-type]
+
+        def step(done: int, total: int) -> bool:
+            halt_at[0] -= 1
+            if halt_at[0] == 0:
+                index._ann.stop()  # type: ignore[union-attr]  # as a close would, mid-save
+            return inner(done, total)
+
+        step.__annotations__ = inner.__annotations__
+        return step
+
+    monkeypatch.setattr(_ann, "go_on", counting)
+    index = VectorIndex(DIM, tmp_path / "v.i8")
+    with structlog.testing.capture_logs() as logs:
+        index.put([f"id{i}" for i in range(3000)], _vectors(np.random.default_rng(8), 3000))
+        index.wait_for_graph()
+    assert halt_at[0] == 0  # the save called back 50 times, and stopped at the stop
+    assert not index.searched_by_graph and not (tmp_path / "v.hnsw").exists()
+    assert not list(tmp_path.glob("*.part"))
+    assert not [e for e in logs if e["log_level"] == "warning"], logs
+
+    monkeypatch.setattr(_ann, "go_on", made)
+    again = VectorIndex(DIM, tmp_path / "w.i8")
+    again.put([f"id{i}" for i in range(3000)], _vectors(np.random.default_rng(8), 3000))
+    again.wait_for_graph()
+    assert again.searched_by_graph and (tmp_path / "w.hnsw").is_file()
