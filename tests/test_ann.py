@@ -10,7 +10,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -394,8 +396,8 @@ def test_the_save_lets_others_run_and_a_stop_during_it_is_no_fault(
     halt_at = [50]
     made = _ann.go_on
 
-    def counting(halt: object) -> object:
-        inner = made(halt)  # type: ignore[arg-type]
+    def counting(halt: threading.Event) -> Callable[[int, int], bool]:
+        inner = made(halt)
 
         def step(done: int, total: int) -> bool:
             halt_at[0] -= 1
