@@ -43,6 +43,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +99,11 @@ def start_and_watch(
     (``killed_at``; ``bench_kill.py``)."""
     if cold_cache:
         drop_page_cache()
-    t0 = time.perf_counter()
+    t0, out_wall = time.perf_counter(), time.time()
     d.start(wait=False)
     assert d.proc is not None
     out: dict[str, Any] = {"serving": None, "meaning": None, "ready": None}
-    out |= {"worst_status_ms": 0.0, "peak_rss": 0}
+    out |= {"worst_status_ms": 0.0, "peak_rss": 0, "wall": out_wall}
     out["cold_edits"], last_edit = [], 0.0
     while time.perf_counter() - t0 < timeout:
         out["peak_rss"] = max(out["peak_rss"], rss(d.proc.pid))
@@ -211,6 +212,32 @@ def print_stalls(name: str, log: Path, worst: int = 8) -> None:
             print(f"    collection: generation {c['generation']}, {c['ms']} ms")
 
 
+def serving_steps(log: Path, since: float) -> str:
+    """Where the time to ``serving`` went, from the daemon's log of the start begun at
+    ``since`` (wall clock): before the daemon ran (the interpreter and its imports), the
+    open (the vault read in it, on a cold start), the keys and the search index."""
+    seen: dict[str, dict[str, Any]] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        for event in ("listening", "vault read", "search index written", "serving"):
+            if f'"event": "{event}"' in line and event not in seen:
+                with contextlib.suppress(ValueError):
+                    e = json.loads(line)
+                    at = datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
+                    if at.timestamp() >= since:
+                        seen[event] = e | {"at": at.timestamp() - since}
+    if "listening" not in seen or "serving" not in seen:
+        return "not logged"
+    listening, serving = seen["listening"], seen["serving"]
+    out = f"before the daemon ran {listening['at'] - listening['s']:.1f} s, "
+    out += f"open {listening['s']:.1f} s"
+    if "vault read" in seen:
+        out += f" (the vault read {seen['vault read']['s']:.1f} s)"
+    if "search index written" in seen:
+        w = seen["search index written"]
+        out += f", keys {w['keys_s']:.1f} s, search index {w['search_s']:.1f} s"
+    return out + f", serving at {serving['at']:.1f} s"
+
+
 def print_graphs(name: str, log: Path) -> None:
     """The vector search graphs the daemon built (``store/_ann.py``): rows and seconds."""
     for line in log.read_text(errors="replace").splitlines():
@@ -237,6 +264,8 @@ def one(
         f"worst status {cold['worst_status_ms']:.0f} ms",
         flush=True,
     )
+    steps = serving_steps(d.log, cold["wall"])
+    print(f"{name}: serving, by step: {steps}", flush=True)
     lat = edits_visible(d, vault, notes, edits)
     d.settle()  # the edits' store writes: a query would wait for them
     graphs = d.wait_for_graphs()  # built when the rows go quiet (``IDLE``); see the log
@@ -259,6 +288,8 @@ def one(
     rows_file = sum(f.stat().st_size for f in d.workdir.rglob("wikid-vectors-*.i8"))
     unchanged = start_and_watch(d, cold_cache=cold_cache)
     d.stop()
+    for start, said in ((after_edits, "after the offline edits"), (unchanged, "unchanged")):
+        print(f"{name}: restart {said}, serving by step: {serving_steps(d.log, start['wall'])}")
     restarts = max(after_edits["worst_status_ms"], unchanged["worst_status_ms"])
     print_stalls(name, d.log)
     print_graphs(name, d.log)
@@ -267,6 +298,7 @@ def one(
     return [
         ("vault", f"{name}: {len(notes)} notes"),
         ("ready for links/search", f"{cold['serving']:.1f} s"),
+        ("ready for links/search, by step", steps),
         ("meaning search ready (chunks and notes embedded)", f"{cold['meaning']:.1f} s"),
         ("fully embedded", f"{cold['ready']:.1f} s"),
         ("peak / steady RSS", f"{cold['peak_rss'] / mib:.0f} MiB / {steady}"),

@@ -198,7 +198,8 @@ def test_no_daemon_messages_point_the_right_way(tmp_path: Path, env: dict[str, s
     """With no daemon: ``--socket`` alone names that socket, not the current folder as a
     vault; ``WIKID_SOCKET`` alone works as ``--socket`` does; ``stop`` says there is
     nothing to stop; a vault's message says how a daemon on another socket is found;
-    ``--budget -5`` is a usage error (exit 2). A daemon logs its socket and store."""
+    ``--budget -5`` is a usage error (exit 2). A daemon logs its socket and store, and
+    the steps of its start, each timed (what a slow start is read from)."""
     sock = tmp_path / "elsewhere.sock"
     proc = _wikid("status", "--socket", sock, env=env, cwd=tmp_path)
     assert proc.returncode == 3 and str(sock) in proc.stderr
@@ -221,6 +222,12 @@ def test_no_daemon_messages_point_the_right_way(tmp_path: Path, env: dict[str, s
         log = d.log.read_text()
         assert '"listening"' in log or "listening" in log
         assert str(d.socket) in log and str(d.workdir) in log
+        events = {e["event"]: e for e in map(json.loads, log.splitlines()) if "event" in e}
+        read, written = events["vault read"], events["search index written"]
+        listening, serving = events["listening"], events["serving"]
+        assert read["notes"] == d.call("status")["notes"] and read["s"] >= 0
+        assert written["rows"] > 0 and written["keys_s"] >= 0 and written["search_s"] >= 0
+        assert 0 <= read["s"] <= listening["s"] <= serving["s"]
     finally:
         d.stop()
 

@@ -66,6 +66,7 @@ class Daemon:
         self.cost_totals: dict[str, Any] | None = None  # likewise (None: not read yet)
         self.progress = Progress("embedding", live=False)  # log events, not a bar
         self._notified = 0.0
+        self._started = time.monotonic()  # reset by ``run``: its steps are logged since
         self._snapshot: dict[str, tuple[int, int]] = {}
         self._tasks: list[asyncio.Task[Any]] = []
         self._live_failed = False  # an edit let into the first sync failed: no more
@@ -102,6 +103,7 @@ class Daemon:
         """The graph is loaded and the search index written: links, backlinks, broken and
         search answer now, while the store may still be embedding. Tell systemd."""
         self.serving = True
+        log.info("serving", s=round(time.monotonic() - self._started, 2))
         notify("READY=1", "STATUS=initial sync: links and search are ready")
 
     def _meaning_ready(self) -> None:
@@ -133,6 +135,7 @@ class Daemon:
         ):
             loop.add_signal_handler(sig, handler)
         assert self.cfg.workdir is not None and self.cfg.socket is not None
+        self._started = time.monotonic()  # the start's steps are logged since then
         # What would hold the GIL in a worker thread once status must answer: the model
         # runtime's and the storages' imports, tiktoken's table (~0.4 s, before listening).
         import_runtime()
@@ -169,6 +172,7 @@ class Daemon:
             socket=str(self.cfg.socket),
             store=str(self.cfg.workdir / self.cfg.workspace),
             backend=self.cfg.store,
+            s=round(time.monotonic() - self._started, 2),
         )
         self.costs = self.index.cost_ledger()
         self.index.on_embedded(self._embedded)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import structlog
+
 from wikid.core.chunk import Chunk, chunk_note
 from wikid.core.delta import Delta
 from wikid.core.graph import VaultGraph
@@ -36,6 +38,8 @@ from wikid.sync.records import Mapper, pair
 from wikid.sync.search import SearchIndex
 from wikid.sync.slices import LINKS, MEANING, Live, Steps, Tally
 from wikid.sync.slices import run as run_slices
+
+log = structlog.get_logger("wikid.sync.sink")
 
 Record = dict[str, Any]
 # Entities + relations per batch of a full reconcile. Why 5,000: the pipeline holds
@@ -104,13 +108,21 @@ class Sink:
         """Make the whole store equal a fresh build (start-up, ``wikid index``)."""
         # Every key, in a worker thread: at 13k notes it is a second of CPU work, and
         # nothing changes the graph until the slices start (edits go in between them).
+        started = time.perf_counter()
         ns, ps, ts, notes, stale = await asyncio.to_thread(self._all_keys)
+        keyed = time.perf_counter()
         # Full-text search first, committed on its own: on a cold start it is ready in
         # seconds while the store embeds (it is a function of the notes alone, and a
         # crash before the store catches up leaves it rewritten on the next start).
         await asyncio.to_thread(lambda: self.search.update(self._texts(stale)))
         if len(stale) > BULK_SEARCH:
             await asyncio.to_thread(self.search.optimize)
+        log.info(  # the steps between listening and serving, timed
+            "search index written",
+            rows=len(stale),
+            keys_s=round(keyed - started, 2),
+            search_s=round(time.perf_counter() - keyed, 2),
+        )
         if self.on_search_ready is not None:
             self.on_search_ready()
         # In slices, each its own batch: memory stays bounded on a cold index of a big
