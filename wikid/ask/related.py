@@ -186,8 +186,8 @@ async def _fused(
         async with index.graph_still:  # the walk of the graph, off the event loop
             return await asyncio.to_thread(_by_graph, index.graph, path)
 
-    # The vector search (numpy and usearch, which let go of the GIL) beside the walk of
-    # the graph (Python): each needs only the note.
+    # The vector search beside the walk of the graph (Python): each needs only the note.
+    # (They overlap where numpy and SQLite let go of the GIL; usearch's search holds it.)
     near, (graph, linked) = await asyncio.gather(meaning_near(), walked())
     if "graph" not in signals:
         graph = {}
