@@ -11,7 +11,7 @@ A mixin of ``VaultGraph``; ``apply`` (linking) takes what ``read`` returns.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +21,9 @@ from wikid.core.vault import VaultFilter, VaultOptions, file_exists, is_note, re
 
 EMPTY = digest(b"")
 Changes = tuple[dict[str, Note | None], dict[str, bool]]  # what ``read`` found
+# Many notes parsed at once, elsewhere (``sync.parse_pool``: in processes); the notes it
+# leaves out of its answer are read in the calling thread.
+Parse = Callable[[Sequence[str]], dict[str, Note | None]]
 
 
 class ReadsChanges:
@@ -43,15 +46,21 @@ class ReadsChanges:
             self, notes_new: dict[str, Note | None], attach_new: dict[str, bool]
         ) -> set[str]: ...
 
-    def read(self, paths: Iterable[str], confirm_empty: bool = False) -> Changes:
+    def read(
+        self, paths: Iterable[str], confirm_empty: bool = False, parse: Parse | None = None
+    ) -> Changes:
         """Read and parse what changed at ``paths``, changing nothing of the graph: the
         slow half of ``update``, safe to run in a worker thread while the graph is only
-        read. With ``confirm_empty`` a note newly read empty waits for a second read."""
+        read. With ``confirm_empty`` a note newly read empty waits for a second read.
+        ``parse``: parses many notes at once (``sync.parse_pool``: a cold start's
+        every note); the notes it leaves out are read here."""
         notes_new: dict[str, Note | None] = {}
         attach_new: dict[str, bool] = {}
-        for f in sorted(self._expand(paths)):
+        files = sorted(self._expand(paths))
+        parsed = parse([f for f in files if is_note(f)]) if parse is not None else {}
+        for f in files:
             if is_note(f):
-                note = read_note(self.root, f, self.options, self.filter)
+                note = parsed[f] if f in parsed else self._read_note(f)
                 self.reads += 1
                 old = self.notes.get(f)
                 if self._doubt(f, note, old, confirm_empty):
@@ -75,6 +84,9 @@ class ReadsChanges:
             heads = [self.notes[p] for p in again if p in self.notes]
             self.payloads.pin(n for n in heads if not n.has_payload)
         return notes_new, attach_new
+
+    def _read_note(self, path: str) -> Note | None:
+        return read_note(self.root, path, self.options, self.filter)
 
     def _doubt(self, path: str, note: Note | None, old: Note | None, confirm: bool) -> bool:
         """True when this read emptied a note and is not believed yet (see __init__)."""

@@ -28,7 +28,7 @@ import networkx as nx
 from wikid.core._groups import Groups
 from wikid.core._held import HeldNotes
 from wikid.core._reading import Changes as Changes  # read() returns it; apply() takes it
-from wikid.core._reading import ReadsChanges
+from wikid.core._reading import Parse, ReadsChanges
 from wikid.core.conflicts import conflict_of
 from wikid.core.delta import Attrs, Delta, EdgeKey, diff
 from wikid.core.edges import TAG_ATTRS, EdgeAttrs, LinkGraph, edge_key, link_attrs, sparse
@@ -102,10 +102,13 @@ class VaultGraph(HeldNotes, ReadsChanges):
         self._ghosts: list[tuple[str, str]] | None = None  # ``ghosts()``, until a change
 
     @classmethod
-    def load(cls, root: Path | str, options: VaultOptions | None = None) -> VaultGraph:
-        """A from-scratch build: the reference every incremental state must equal."""
+    def load(
+        cls, root: Path | str, options: VaultOptions | None = None, parse: Parse | None = None
+    ) -> VaultGraph:
+        """A from-scratch build: the reference every incremental state must equal.
+        ``parse``: see ``read`` (a cold start parses in processes: ``sync.parse_pool``)."""
         vg = cls(root, options)
-        vg._apply(vg.read(walk(vg.root, vg.filter, errors=vg.walk_errors)), False)
+        vg._apply(vg.read(walk(vg.root, vg.filter, errors=vg.walk_errors), parse=parse), False)
         return vg
 
     @classmethod

@@ -164,6 +164,7 @@ class Daemon:
             embedding=self.cfg.embedding,
             extraction=self.cfg.extraction(),
             postgres_url=self.cfg.postgres_url,
+            parse_in_processes=True,  # a cold start's every note (``parse_pool``)
         )
         freeze_long_lived()  # the graph: out of the collector's way
         log.info(  # once the store is this daemon's (its lock taken)

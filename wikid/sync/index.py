@@ -90,10 +90,14 @@ class Index(Extracting):
         extraction: ExtractSettings | None = None,
         postgres_url: str | None = None,
         adopt_from: Path | None = None,
+        parse_in_processes: bool = False,
     ) -> Index:
         """Open (creating if needed) the store of ``vault`` and load its graph
         (``opening.open_parts``, the composition root); ``adopt_from``: a store folder
-        under wikid's old naming, moved here if it is this vault's and none is here yet.
+        under wikid's old naming, moved here if it is this vault's and none is here yet;
+        ``parse_in_processes``: a vault read whole (no parse cache) is parsed in worker
+        processes (``parse_pool``). The daemon asks for it; a script importing wikid
+        does not get it unasked, since a spawned worker runs the main module again.
 
         LightRAG keeps each workspace's data in process-wide memory, so within one
         process a workspace name must always mean the same working dir."""
@@ -110,6 +114,7 @@ class Index(Extracting):
             extraction=extraction,
             postgres_url=postgres_url,
             adopt_from=adopt_from,
+            parse_in_processes=parse_in_processes,
         )
         try:
             sink = _sink(o.vg, o.store, o.extractor)

@@ -37,6 +37,7 @@ from wikid.store.rag import Store
 from wikid.store.relocate import adopt
 from wikid.sync import restart
 from wikid.sync.extract import ExtractionCache, Extractor
+from wikid.sync.parse_pool import parser
 
 log = structlog.get_logger("wikid.sync.opening")
 
@@ -65,13 +66,15 @@ async def _model(embedding: str) -> Embedder:
     return model
 
 
-def load_graph(vault: Path, options: VaultOptions | None) -> VaultGraph:
+def load_graph(vault: Path, options: VaultOptions | None, in_processes: bool = False) -> VaultGraph:
     """Every note read and parsed: a cold start's longest step before it listens, so
     its time is logged (a 50k cold start took 53-94 s to serve, and the log said no
-    more than when it listened)."""
+    more than when it listened); ``in_processes``: parsed by ``parse_pool``'s workers."""
     started = time.perf_counter()
+    options = options or VaultOptions()
+    parse = parser(vault, options) if in_processes else None
     with building():
-        vg = VaultGraph.load(vault, options)
+        vg = VaultGraph.load(vault, options, parse=parse)
     log.info("vault read", notes=len(vg.notes), s=round(time.perf_counter() - started, 2))
     return vg
 
@@ -89,6 +92,7 @@ async def open_parts(
     extraction: ExtractSettings | None = None,
     postgres_url: str | None = None,
     adopt_from: Path | None = None,
+    parse_in_processes: bool = False,
 ) -> Opened:
     """Open (creating if needed) the store of ``vault`` and load its graph (see
     ``Index.open``); the lock is released if anything fails."""
@@ -138,7 +142,10 @@ async def open_parts(
         store.ledger.set_meta({"vault": str(vault.resolve())})
         if isinstance(model, LoadingMiniLM):
             await asyncio.wrap_future(model.ready)
-        vg = plan.graph if plan else await asyncio.to_thread(load_graph, vault, options)
+        if plan:
+            vg = plan.graph
+        else:
+            vg = await asyncio.to_thread(load_graph, vault, options, parse_in_processes)
         extractor = None
         if extraction is not None:
             db = store.ledger.database
