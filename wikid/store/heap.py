@@ -56,10 +56,11 @@ def building() -> Iterator[None]:
     """No cyclic collection while a big structure that lives on is built (a graph of
     the whole vault; a cold start's slice, alive until it is written). Why: every
     object made then survives, so each collection the allocations trigger walks a
-    growing heap for nothing: 0.5 s of a restart's 1.6 s graph build at 10k notes. Nests, and holds across threads: the collector is back
-    on once the last builder is done, with what was built frozen (``gc.freeze``, as
-    ``freeze_long_lived`` does), or the first collection after would walk all of it,
-    holding the GIL (a 0.5 s stall of the event loop measured)."""
+    growing heap for nothing: 0.5 s of a restart's 1.6 s graph build at 10k notes.
+    Nests, and holds across threads: the collector is back on once the last builder is
+    done, with what was built frozen (``gc.freeze``, as ``freeze_long_lived`` does), or
+    the first collection after would walk all of it, holding the GIL (a 0.5 s stall of
+    the event loop measured)."""
     global _paused
     with _pause_lock:
         _paused += 1
