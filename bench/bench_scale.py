@@ -184,17 +184,24 @@ def related(d: DaemonProc, notes: list[str], n: int) -> list[float]:
     return out
 
 
+def events(log: Path, *names: str) -> list[dict[str, Any]]:
+    """The daemon's log events of these names, in the log's order (a line that is not
+    JSON, such as a traceback, is passed over)."""
+    out = []
+    for line in log.read_text(errors="replace").splitlines():
+        if any(f'"{n}"' in line for n in names):
+            with contextlib.suppress(ValueError):
+                e = json.loads(line)
+                if e.get("event") in names:
+                    out.append(e)
+    return out
+
+
 def print_stalls(name: str, log: Path, worst: int = 8) -> None:
     """The daemon's ``loop stall`` events (``WIKID_STALL_MS``), the longest first, with
     the stacks the loop was seen in: what to look at when ``status`` is slow."""
-    stalls: list[dict[str, Any]] = []
-    starts: list[dict[str, Any]] = []
-    for line in log.read_text(errors="replace").splitlines():
-        for key, found in (('"loop stall"', stalls), ('"initial sync"', starts)):
-            if key in line:
-                with contextlib.suppress(ValueError):
-                    found.append(json.loads(line))
-    for e in starts:  # each start's first sync: how it started, what it read and embedded
+    stalls = events(log, "loop stall")
+    for e in events(log, "initial sync"):  # each start's first sync: how it started, what it read and embedded
         print(
             f"{name}: start from {e['start']!r}: read {e['read']}, embedded {e['embedded']}, "
             f"{e['seconds']} s"
@@ -217,14 +224,10 @@ def serving_steps(log: Path, since: float) -> str:
     ``since`` (wall clock): before the daemon ran (the interpreter and its imports), the
     open (the vault read in it, on a cold start), the keys and the search index."""
     seen: dict[str, dict[str, Any]] = {}
-    for line in log.read_text(errors="replace").splitlines():
-        for event in ("listening", "vault read", "search index written", "serving"):
-            if f'"event": "{event}"' in line and event not in seen:
-                with contextlib.suppress(ValueError):
-                    e = json.loads(line)
-                    at = datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00"))
-                    if at.timestamp() >= since:
-                        seen[event] = e | {"at": at.timestamp() - since}
+    for e in events(log, "listening", "vault read", "search index written", "serving"):
+        at = datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")).timestamp()
+        if at >= since and e["event"] not in seen:
+            seen[e["event"]] = e | {"at": at - since}
     if "listening" not in seen or "serving" not in seen:
         return "not logged"
     listening, serving = seen["listening"], seen["serving"]
@@ -240,11 +243,8 @@ def serving_steps(log: Path, since: float) -> str:
 
 def print_graphs(name: str, log: Path) -> None:
     """The vector search graphs the daemon built (``store/_ann.py``): rows and seconds."""
-    for line in log.read_text(errors="replace").splitlines():
-        if '"vector search graph built"' in line:
-            with contextlib.suppress(ValueError):
-                e = json.loads(line)
-                print(f"{name}: graph {Path(e['file']).name}: {e['rows']} rows in {e['s']} s")
+    for e in events(log, "vector search graph built"):
+        print(f"{name}: graph {Path(e['file']).name}: {e['rows']} rows in {e['s']} s")
 
 
 def one(
