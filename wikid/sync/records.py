@@ -22,11 +22,12 @@ from __future__ import annotations
 import bisect
 import itertools
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from lightrag.utils import normalize_entity_name
 
+from wikid.core._groups import Groups
 from wikid.core.chunk import Chunk
 from wikid.core.graph import BODY_KINDS, GHOST, TAG, VaultGraph
 from wikid.core.note import Note
@@ -84,9 +85,11 @@ class Namer:
 
     def __init__(self) -> None:
         self._base: dict[str, str] = {}  # node -> base name
-        self._groups: dict[str, set[str]] = {}  # base name -> nodes
+        # Groups, not dicts of sets: nearly every name has one node, and a set per name
+        # twice over was 27 MB of a 50k-note daemon (``core._groups``).
+        self._groups = Groups()  # base name -> nodes
         self.names: dict[str, str] = {}  # node -> final name
-        self._by_fold: dict[str, set[str]] = {}  # casefolded name -> nodes
+        self._by_fold = Groups()  # casefolded name -> nodes
         self.refolded: set[str] = set()  # folds whose holder changed; the sink clears it
 
     def node(self, folded: str) -> str | None:
@@ -98,14 +101,11 @@ class Namer:
     def _set(self, node: str, name: str | None) -> None:
         old = self.names.pop(node, None)
         if old is not None:
-            held = self._by_fold[old.casefold()]
-            held.discard(node)
-            if not held:
-                del self._by_fold[old.casefold()]
+            self._by_fold.discard(old.casefold(), node)
             self.refolded.add(old.casefold())
         if name is not None:
             self.names[node] = name
-            self._by_fold.setdefault(name.casefold(), set()).add(node)
+            self._by_fold.add(name.casefold(), node)
             self.refolded.add(name.casefold())
 
     def update(self, vg: VaultGraph, nodes: Iterable[str]) -> set[str]:
@@ -114,26 +114,23 @@ class Namer:
         for n in nodes:
             old = self._base.pop(n, None)
             if old is not None:
-                self._groups[old].discard(n)
+                self._groups.discard(old, n)
                 touched_groups.add(old)
             if n in vg.g:
                 base = _base_name(n, vg.g.nodes[n])
                 self._base[n] = base
-                self._groups.setdefault(base, set()).add(n)
+                self._groups.add(base, n)
                 touched_groups.add(base)
         changed: set[str] = set()
         for base in touched_groups:
-            members = self._groups.get(base, set())
-            if not members:
-                self._groups.pop(base, None)
-            changed |= self._name_group(vg, base, members)
+            changed |= self._name_group(vg, base, self._groups.get(base))
         for n in nodes:
             if n not in vg.g and n in self.names:
                 self._set(n, None)
                 changed.add(n)
         return changed
 
-    def _name_group(self, vg: VaultGraph, base: str, members: set[str]) -> set[str]:
+    def _name_group(self, vg: VaultGraph, base: str, members: Collection[str]) -> set[str]:
         if len(members) == 1:
             new = {n: base for n in members}
         else:

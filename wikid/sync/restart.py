@@ -57,7 +57,7 @@ FORMAT = 9
 # older layout is not loaded (the restart rebuilds it from the cache, 2 s at 13k notes)
 # and the cache stays valid. 2: groups of paths as tuples (``core._groups``), edges
 # with equal attributes sharing one dict; 3: notes as heads, their payload in the cache.
-GRAPH_LAYOUT = 3
+GRAPH_LAYOUT = 4
 META_KEY = PARSE_CACHE
 log = structlog.get_logger("wikid.sync")
 SAVED = "wikid-graph.pickle"  # beside the ledger's file
