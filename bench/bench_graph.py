@@ -88,7 +88,7 @@ def canvas_rows() -> list[tuple[str, str, str, str]]:
             rows.append(
                 (
                     f"full load 5000 notes + {n} canvases",
-                    f"{sources} sources, {vg.g.number_of_edges()} edges",
+                    f"{sources} sources, {vg.g.number_of_links()} links",
                     f"{secs:.2f} s",
                     f"{sources / secs:.0f} sources/s",
                 )

@@ -258,16 +258,16 @@ def test_same_named_note_in_the_linking_folder_takes_over(tmp_path: Path) -> Non
     assert list(vg.g.successors("os/notes.md")) == ["lib/Kernel.md"]
     write(tmp_path, "os/Kernel.md", "os kernel\n")
     vg.update(["os/Kernel.md"])
-    (edge,) = vg.g.out_edges("os/notes.md", data=True)
-    assert edge[1] == "os/Kernel.md" and edge[2]["ambiguous"] is True
+    (edge,) = vg.g.links_out("os/notes.md")
+    assert edge[1] == "os/Kernel.md" and edge[3]["ambiguous"] is True
     # From elsewhere the shortest path wins; an exact vault path beats both.
     write(tmp_path, "a-much-longer-folder/Kernel.md", "x\n")
     vg.update(["a-much-longer-folder/Kernel.md"])
     assert list(vg.g.successors("top.md")) == ["os/Kernel.md"]
     write(tmp_path, "Kernel.md", "root\n")
     vg.update(["Kernel.md"])
-    (edge,) = vg.g.out_edges("top.md", data=True)
-    assert edge[1] == "Kernel.md" and edge[2]["ambiguous"] is False
+    (edge,) = vg.g.links_out("top.md")
+    assert edge[1] == "Kernel.md" and edge[3]["ambiguous"] is False
 
 
 def test_a_new_alias_is_reported_beside_the_ghost(tmp_path: Path) -> None:
@@ -276,8 +276,8 @@ def test_a_new_alias_is_reported_beside_the_ghost(tmp_path: Path) -> None:
     vg = VaultGraph.load(tmp_path)
     write(tmp_path, "Person.md", "---\naliases: Nick\n---\nnow aliased\n")
     delta = vg.update(["Person.md"])
-    (edge,) = vg.g.out_edges("a.md", data=True)
-    assert edge[1] == "ghost:Nick" and edge[2]["alias_of"] == "Person.md"
+    (edge,) = vg.g.links_out("a.md")
+    assert edge[1] == "ghost:Nick" and edge[3]["alias_of"] == "Person.md"
     assert ("a.md", "ghost:Nick", "0") in delta.edges_changed
 
 

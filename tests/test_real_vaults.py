@@ -24,7 +24,7 @@ def _counts(vg: VaultGraph, upstream_files: Path) -> dict[str, int]:
         t = fold(target)
         return any(a == t or a.endswith("/" + t) for a in attachments)
 
-    edges = [(u, v, d) for u, v, d in vg.g.edges(data=True) if d["kind"] != "tag"]
+    edges = [(u, v, d) for u, v, _, d in vg.g.links() if d["kind"] != "tag"]
     wiki = [e for e in edges if not e[2]["markdown"]]
     md = [e for e in edges if e[2]["markdown"]]
     ghosts = [v[len("ghost:") :] for _, v, _ in wiki if v.startswith("ghost:")]
@@ -92,9 +92,7 @@ def test_tasks_docs_loads_with_the_published_counts(tasks_docs: Path) -> None:
     }
     assert vg.problems == {}
     # Case-only matches resolve: [[grouping]] -> Queries/Grouping.md.
-    assert any(
-        v == "Queries/Grouping.md" and d["display"] is None for _, v, d in vg.g.edges(data=True)
-    )
+    assert any(v == "Queries/Grouping.md" and d["display"] is None for _, v, _, d in vg.g.links())
 
 
 def _random_edits(root: Path, rng: random.Random, vg: VaultGraph) -> list[str]:

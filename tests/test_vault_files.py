@@ -109,7 +109,7 @@ def _vault(root: Path) -> Path:
 def _edges(vg: VaultGraph, node: str) -> list[tuple[str, str, Any, Any]]:
     return sorted(
         (v, d["kind"], d["heading"] or d["block"], d["display"])
-        for _, v, d in vg.g.out_edges(node, data=True)
+        for _, v, _, d in vg.g.links_out(node)
     )
 
 
@@ -209,7 +209,7 @@ def test_conflict_copies_never_make_a_link_ambiguous_and_status_lists_them(tmp_p
         os.utime(vault / path, (1_700_000_000 + 100 * (4 - i),) * 2)  # the last is oldest
     write(vault, "Notes/Plan-Q3.md", "not a copy\n")
     vg = VaultGraph.load(vault)
-    [(_, target, data)] = list(vg.g.out_edges("Notes/Linker.md", data=True))
+    [(_, target, _, data)] = list(vg.g.links_out("Notes/Linker.md"))
     assert target == "Notes/Alpha.md" and not data["ambiguous"]
     assert set(vg.conflicts) == set(CONFLICTS) and "Notes/Plan-Q3.md" not in vg.conflicts
     assert {vg.g.nodes[c]["conflict_of"] for c in CONFLICTS} == {"Notes/Alpha.md"}
@@ -295,7 +295,7 @@ def test_a_drawing_keeps_embedded_file_links_only_outside_a_comment(tmp_path: Pa
     vg = VaultGraph.load(vault)
 
     def targets(path: str) -> list[str]:
-        return sorted(v for _, v in vg.g.out_edges(path))
+        return sorted(v for _, v, _, _ in vg.g.links_out(path))
 
     assert targets("Art/Sketch.excalidraw.md") == ["Notes/Alpha.md", "pic.png", "tag:excalidraw"]
     assert targets("Art/Old.excalidraw.md") == ["Notes/Alpha.md", "tag:excalidraw"]
@@ -307,9 +307,7 @@ def test_a_drawing_is_indexed_by_its_text_elements(tmp_path: Path) -> None:
     write(vault, "Art/Sketch.excalidraw.md", DRAWING)
     idx, loop = _index(vault, tmp_path / "wd")
     try:
-        targets = sorted(
-            v for _, v, d in idx.graph.g.out_edges("Art/Sketch.excalidraw.md", data=True)
-        )
+        targets = sorted(v for _, v, _, _ in idx.graph.g.links_out("Art/Sketch.excalidraw.md"))
         assert targets == ["Notes/Alpha.md", "pic.png", "tag:excalidraw"]  # not [[Hidden]]
         chunks = " ".join(c.content for c in idx.chunks("Art/Sketch.excalidraw.md"))
         assert "Quokka pipeline overview" in chunks
@@ -347,8 +345,8 @@ def test_a_base_is_an_attachment_never_a_note(tmp_path: Path) -> None:
     )
     vg = VaultGraph.load(vault)
     assert "Views/Books.base" in vg.attachments and "Views/Books.base" not in vg.notes
-    assert not list(vg.g.out_edges("Views/Books.base"))
-    assert [v for _, v in vg.g.out_edges("Notes/Reading.md")] == ["Views/Books.base"]
+    assert not list(vg.g.links_out("Views/Books.base"))
+    assert [v for _, v, _, _ in vg.g.links_out("Notes/Reading.md")] == ["Views/Books.base"]
 
 
 def test_a_note_read_empty_is_read_again_before_it_is_believed(tmp_path: Path) -> None:
@@ -360,7 +358,7 @@ def test_a_note_read_empty_is_read_again_before_it_is_believed(tmp_path: Path) -
     }
     write(vault, "Notes/Alpha.md", "# Alpha\nback, with [[Gamma]]\n")  # the rest arrives
     vg.update(["Notes/Alpha.md"], confirm_empty=True)
-    links = [v for _, v, k in vg.g.out_edges("Notes/Alpha.md", data="kind") if k == "link"]
+    links = [v for _, v, _, d in vg.g.links_out("Notes/Alpha.md") if d["kind"] == "link"]
     assert links == ["Notes/Gamma.md"]
     write(vault, "Notes/Alpha.md", "")  # emptied for real: the second read believes it
     assert not vg.update(["Notes/Alpha.md"], confirm_empty=True)

@@ -50,7 +50,7 @@ class HashEmbedder:
 def snapshot(vg: VaultGraph) -> Snapshot:
     """The graph's nodes and edges with their attributes, as plain dicts."""
     nodes = {n: dict(d) for n, d in vg.g.nodes(data=True)}
-    edges = {(u, v, k): dict(d) for u, v, k, d in vg.g.edges(keys=True, data=True)}
+    edges = {(u, v, k): dict(d) for u, v, k, d in vg.g.links()}
     return nodes, edges
 
 

@@ -234,9 +234,9 @@ def _spoken(text: str) -> str:
 def edges(vg: VaultGraph, node: str) -> Iterable[tuple[str, Step]]:
     """(neighbour, the edge) for every edge at ``node``, both directions."""
     g = vg.g
-    for _, v, d in g.out_edges(node, data=True):
+    for _, v, _, d in g.links_out(node):
         yield v, Step(node, d["kind"], v, d.get("line"), d.get("context") or "")
-    for u, _, d in g.in_edges(node, data=True):
+    for u, _, _, d in g.links_in(node):
         yield u, Step(u, d["kind"], node, d.get("line"), d.get("context") or "")
 
 
@@ -245,7 +245,7 @@ def _classes(vg: VaultGraph, node: str, exclude: set[str]) -> list[str]:
     point at (``categories: [[Books]]``, ``genre: [[Jazz]]``)."""
     attrs = vg.g.nodes[node]
     out = [attrs.get("type") or "", *attrs.get("tags", ())]
-    for _, v, d in vg.g.out_edges(node, data=True):
+    for _, v, _, d in vg.g.links_out(node):
         if d["kind"] not in LINK_KINDS and v not in exclude:
             out.append(vg.g.nodes[v]["title"])
     return [c.rsplit("/", 1)[-1] for c in out if c]

@@ -50,7 +50,7 @@ def graph(
 
 def graph_stats(vg: VaultGraph) -> dict[str, int]:
     kinds = Counter(d["kind"] for _, d in vg.g.nodes(data=True))
-    links = [d for _, _, d in vg.g.edges(data=True) if d["kind"] != "tag"]
+    links = [d for *_, d in vg.g.links() if d["kind"] != "tag"]
     return {
         "notes": kinds["note"],
         "attachments": kinds["attachment"],
@@ -58,7 +58,7 @@ def graph_stats(vg: VaultGraph) -> dict[str, int]:
         "ghosts": kinds["ghost"],
         "links": len(links),
         "embeds": sum(1 for d in links if d["kind"] == "embed"),
-        "unresolved_links": sum(1 for _, v, d in vg.g.edges(data=True) if v.startswith("ghost:")),
+        "unresolved_links": sum(1 for _, v, _, _ in vg.g.links() if v.startswith("ghost:")),
         "ambiguous_links": sum(1 for d in links if d["ambiguous"]),
         "problems": len(vg.problems),
     }

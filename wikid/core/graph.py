@@ -9,8 +9,8 @@ region before and after. That makes incremental state equal to a rebuild by
 construction, and the work proportional to the change.
 
 Nodes: notes and attachments (id = vault path), ghosts (``ghost:<target>``),
-tags (``tag:<lowercase name>``). Edges (a MultiDiGraph): one per link, keyed
-by its ordinal in the note, plus one ``tag`` edge per distinct tag.
+tags (``tag:<lowercase name>``). Links (``edges.LinkGraph``): one per link, keyed
+by its ordinal in the note, plus one ``tag`` link per distinct tag.
 
 This module links; its two mixins hold the rest: ``_reading`` reads what changed
 (off the event loop) and ``_held`` decides how much of each note stays in memory.
@@ -22,8 +22,6 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-import networkx as nx
 
 from wikid.core._groups import Groups
 from wikid.core._held import HeldNotes
@@ -74,7 +72,7 @@ class VaultGraph(HeldNotes, ReadsChanges):
         self.root = Path(root)
         self.options = options or VaultOptions()
         self.filter = VaultFilter(self.root, self.options)
-        self.g: nx.MultiDiGraph = LinkGraph()
+        self.g = LinkGraph()
         self.notes: dict[str, Note] = {}
         self.attachments: set[str] = set()
         self.index = FileIndex()
@@ -202,11 +200,9 @@ class VaultGraph(HeldNotes, ReadsChanges):
 
         for s in affected:
             if s in self.g:  # its out-edges, except those a canvas owns
-                out = self.g.out_edges(s, keys=True, data=True)
-                self.g.remove_edges_from([(u, v, k) for u, v, k, d in out if "owner" not in d])
+                self.g.remove_links_out(s, keep=lambda d: "owner" in d)
             for u, v, k in self._owned.pop(s, []):
-                if self.g.has_edge(u, v, k):
-                    self.g.remove_edge(u, v, k)
+                self.g.remove_link(u, v, k)
         self._apply_files(notes_new, attach_new)
         for s in affected:
             if s in self.notes:
@@ -258,12 +254,13 @@ class VaultGraph(HeldNotes, ReadsChanges):
         edges: dict[EdgeKey, Attrs] = {}
         for s in sources:
             if s in self.g:
-                for u, v, k, d in self.g.out_edges(s, keys=True, data=True):
+                for u, v, k, d in self.g.links_out(s):
                     edges[(u, v, k)] = dict(d)
                     touched.add(v)
             for u, v, k in self._owned.get(s, ()):
-                if self.g.has_edge(u, v, k):
-                    edges[(u, v, k)] = dict(self.g.edges[u, v, k])
+                held = self.g.link(u, v, k)
+                if held is not None:
+                    edges[(u, v, k)] = dict(held)
                     touched.update((u, v))
         return edges
 
@@ -325,13 +322,13 @@ class VaultGraph(HeldNotes, ReadsChanges):
                 target = r.path
             attrs = link_attrs(link, r)
             held = shared.setdefault(tuple(attrs.items()), EdgeAttrs(attrs))
-            self.g.add_shared(source, target, edge_key(i), held)
+            self.g.add_link(source, target, edge_key(i), held)
         for tag in note.tags:
             tid = TAG + tag.lower()
             if tid not in self.g:
                 self.g.add_node(tid, **_plain_attrs("tag", tag.lower(), None))
                 self._created.add(tid)
-            self.g.add_shared(source, tid, tid, TAG_ATTRS)
+            self.g.add_link(source, tid, tid, TAG_ATTRS)
         keys |= self._join(source, note)
         self._set_deps(source, keys)
 
@@ -349,20 +346,14 @@ class VaultGraph(HeldNotes, ReadsChanges):
                 continue
             key = f"{source}>{j}"
             context = f"On canvas {title}: {a} → {b}" + (f" ({label})" if label else "")
-            self.g.add_edge(
-                ra.path,
-                rb.path,
-                key=key,
-                **sparse(
-                    {
-                        "kind": "canvas-edge",
-                        "display": label,
-                        "ambiguous": ra.ambiguous or rb.ambiguous,
-                        "context": context,
-                        "owner": source,
-                    }
-                ),
-            )
+            attrs = {
+                "kind": "canvas-edge",
+                "display": label,
+                "ambiguous": ra.ambiguous or rb.ambiguous,
+                "context": context,
+                "owner": source,
+            }
+            self.g.add_link(ra.path, rb.path, key, EdgeAttrs(sparse(attrs)))
             owned.append((ra.path, rb.path, key))
         if owned:
             self._owned[source] = owned

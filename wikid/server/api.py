@@ -75,8 +75,8 @@ def _edge(u: str, v: str, d: dict[str, Any]) -> dict[str, Any]:
 
 def links(vg: VaultGraph, note: str) -> dict[str, Any]:
     path = find_note(vg, note)
-    edges = sorted(vg.g.out_edges(path, data=True), key=lambda e: (e[2]["line"] or 0, e[1]))
-    return {"note": path, "links": [_edge(u, v, d) for u, v, d in edges if d["kind"] != "tag"]}
+    edges = sorted(vg.g.links_out(path), key=lambda e: (e[3]["line"] or 0, e[1]))
+    return {"note": path, "links": [_edge(u, v, d) for u, v, _, d in edges if d["kind"] != "tag"]}
 
 
 def backlinks(vg: VaultGraph, note: str) -> dict[str, Any]:
@@ -89,8 +89,8 @@ def backlinks(vg: VaultGraph, note: str) -> dict[str, Any]:
         if ghost is None:
             raise
         path = ghost
-    edges = sorted(vg.g.in_edges(path, data=True), key=lambda e: (e[0], e[2]["line"] or 0))
-    return {"note": path, "backlinks": [_edge(u, v, d) for u, v, d in edges]}
+    edges = sorted(vg.g.links_in(path), key=lambda e: (e[0], e[3]["line"] or 0))
+    return {"note": path, "backlinks": [_edge(u, v, d) for u, v, _, d in edges]}
 
 
 def broken(vg: VaultGraph, folder: Any = None) -> dict[str, Any]:

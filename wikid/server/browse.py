@@ -38,8 +38,8 @@ def neighbors(vg: VaultGraph, path: str, depth: Any = 1, limit: Any = 50) -> dic
         node, hop = queue.popleft()
         if hop == depth:
             continue
-        steps = [(v, "out", d["kind"]) for _, v, d in vg.g.out_edges(node, data=True)]
-        steps += [(u, "in", d["kind"]) for u, _, d in vg.g.in_edges(node, data=True)]
+        steps = [(v, "out", d["kind"]) for _, v, _, d in vg.g.links_out(node)]
+        steps += [(u, "in", d["kind"]) for u, _, _, d in vg.g.links_in(node)]
         for other, way, kind in steps:
             if other == path or other.startswith(TAG):
                 continue

@@ -75,7 +75,7 @@ class ExtractionJobs:
         known = sorted(
             {
                 self.mapper.name(v)
-                for _, v, data in self.vg.g.out_edges(path, data=True)
+                for _, v, _, data in self.vg.g.links_out(path)
                 if v != path and self.mapper.evidence_id(path, data) == c.id
             }
         )

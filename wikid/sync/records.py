@@ -247,7 +247,7 @@ class Mapper:
 
     def _inbound_evidence(self, node: str) -> list[tuple[str, str]]:
         out = []
-        for src, _, data in self.vg.g.in_edges(node, data=True):
+        for src, _, _, data in self.vg.g.links_in(node):
             out.append((src, self.evidence_id(src, data)))
         return out
 
@@ -269,10 +269,10 @@ class Mapper:
             return None
         evidence: list[tuple[str, int, dict[str, Any], str]] = []
         for u, v in ((a, b), (b, a)):
-            if g.has_edge(u, v) and u in self.vg.notes:
-                for data in g.get_edge_data(u, v).values():
-                    line = data["line"] if isinstance(data["line"], int) else 0
-                    evidence.append((u, line, data, self.evidence_id(u, data)))
+            if u in self.vg.notes:
+                for link in g.between(u, v):
+                    line = link["line"] if isinstance(link["line"], int) else 0
+                    evidence.append((u, line, link, self.evidence_id(u, link)))
         if not evidence:
             return None
         evidence.sort(key=lambda e: (e[0], e[1], e[2]["kind"]))

@@ -56,7 +56,8 @@ FORMAT = 9
 # The saved graph's layout, apart from the parse cache's format: a graph saved in an
 # older layout is not loaded (the restart rebuilds it from the cache, 2 s at 13k notes)
 # and the cache stays valid. 2: groups of paths as tuples (``core._groups``), edges
-# with equal attributes sharing one dict; 3: notes as heads, their payload in the cache.
+# with equal attributes sharing one dict; 3: notes as heads, their payload in the cache;
+# 4: a pair's links as one tuple (``core.edges.LinkGraph``), the names' groups as Groups.
 GRAPH_LAYOUT = 4
 META_KEY = PARSE_CACHE
 log = structlog.get_logger("wikid.sync")
