@@ -37,6 +37,7 @@ from wikid.sync._extracting import Extracting
 from wikid.sync.extract import Extractor
 from wikid.sync.implicit import ImplicitIndex
 from wikid.sync.opening import open_parts
+from wikid.sync.parse_pool import parser
 from wikid.sync.props import Where
 from wikid.sync.search import Hit, exact_names
 from wikid.sync.sink import BatchReport, Sink
@@ -70,6 +71,9 @@ class Index(Extracting):
     # was started before it, so no change after it is missed.
     seen: Snapshot | None = None
     lock: StoreLock | None = None  # this process is the store's one writer
+    # Many notes read at once are parsed in worker processes (``parse_pool``): a cold
+    # start's every note, a restart's thousands changed (a checkout of another branch).
+    parse_in_processes: bool = False
     synced: bool = False  # the first sync is done: the graph is the store's
     # Held while the graph changes, and by a query while it walks the graph in a worker
     # thread: the walk never sees a graph halfway through an update.
@@ -95,9 +99,10 @@ class Index(Extracting):
         """Open (creating if needed) the store of ``vault`` and load its graph
         (``opening.open_parts``, the composition root); ``adopt_from``: a store folder
         under wikid's old naming, moved here if it is this vault's and none is here yet;
-        ``parse_in_processes``: a vault read whole (no parse cache) is parsed in worker
-        processes (``parse_pool``). The daemon asks for it; a script importing wikid
-        does not get it unasked, since a spawned worker runs the main module again.
+        ``parse_in_processes``: a vault read whole (no parse cache), or a restart's
+        thousands of changed notes, are parsed in worker processes (``parse_pool``).
+        The daemon asks for it; a script importing wikid does not get it unasked, since
+        a spawned worker runs the main module again.
 
         LightRAG keeps each workspace's data in process-wide memory, so within one
         process a workspace name must always mean the same working dir."""
@@ -128,6 +133,7 @@ class Index(Extracting):
                     plan.namer.refolded.clear()
                     index.sink.mapper.namer, index.graph_from = plan.namer, "saved"
             index.startup_reason = o.reason
+            index.parse_in_processes = parse_in_processes
             return index
         except BaseException:
             o.lock.release()
@@ -355,7 +361,8 @@ class Index(Extracting):
             # The vault's stat only now: 0.3 s at 13k notes, and seconds of inode reads
             # after a reboot (a login's start); ``stat()`` hands it to the daemon.
             paths, self.seen = await asyncio.to_thread(restart.changed_since, self.vg)
-            changes = await asyncio.to_thread(self.vg.read, paths)
+            parse = parser(self.vault, self.vg.options) if self.parse_in_processes else None
+            changes = await asyncio.to_thread(self.vg.read, paths, False, parse)
             read = changes[0]  # path -> the note now (None: gone)
             left = {p for p in self.vg.notes if p not in read} | {p for p, n in read.items() if n}
             self._refuse_empty(before, left, force)

@@ -2,8 +2,9 @@
 
 Why processes: parsing is Python (the GIL), about a millisecond a note, so a cold
 start of 50,000 notes read for 51 s on one core while the other waited (run AL). A
-restart reads only what changed, and an edit a note or two: they stay in the calling
-thread (``MIN_NOTES``).
+restart reads only what changed: here too when that is thousands of notes (a checkout
+of another branch), in the calling thread when it is fewer (``MIN_NOTES``), as an
+edit's note or two always is.
 
 Each note is read exactly as ``read_note`` reads it in process, with the same limits
 (a worker holds one note's bytes at a time), so the notes are the same ones. Each
