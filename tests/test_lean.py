@@ -162,6 +162,21 @@ def test_an_edge_holds_only_what_differs_from_the_defaults(tmp_path: Path) -> No
     assert (edge["kind"], edge["display"], edge["ambiguous"]) == ("link", None, False)
 
 
+def test_a_node_holds_only_what_differs_from_the_defaults(tmp_path: Path) -> None:
+    from wikid.core.edges import NODE_DEFAULTS, to_json
+
+    vg = VaultGraph.load(_vault(tmp_path / "vault"))
+    ada, engine = vg.g.nodes["Ada.md"], vg.g.nodes["Engine.md"]
+    assert set(ada) == {"kind", "title", "path"}
+    assert (ada["aliases"], ada["tags"], ada["type"], ada["conflict_of"]) == ((), (), None, None)
+    assert engine["tags"] is vg.notes["Engine.md"].tags  # the note's tuple, not a copy
+    assert set(vg.g.nodes["tag:machine"]) == {"kind", "title"}
+    for _, d in vg.g.nodes(data=True):
+        assert all(k not in NODE_DEFAULTS or v != NODE_DEFAULTS[k] for k, v in d.items())
+    (node,) = (n for n in to_json(vg.g)["nodes"] if n["id"] == "Engine.md")
+    assert (node["aliases"], node["tags"], node["conflict_of"]) == ([], ["machine"], None)
+
+
 def _links_alive() -> int:
     gc.collect()
     return sum(isinstance(o, RawLink) for o in gc.get_objects())

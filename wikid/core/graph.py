@@ -29,7 +29,15 @@ from wikid.core._reading import Changes as Changes  # read() returns it; apply()
 from wikid.core._reading import Parse, ReadsChanges
 from wikid.core.conflicts import conflict_of
 from wikid.core.delta import Attrs, Delta, EdgeKey, diff
-from wikid.core.edges import TAG_ATTRS, EdgeAttrs, LinkGraph, edge_key, link_attrs, sparse
+from wikid.core.edges import (
+    TAG_ATTRS,
+    EdgeAttrs,
+    LinkGraph,
+    edge_key,
+    link_attrs,
+    node_attrs,
+    sparse,
+)
 from wikid.core.note import Note
 from wikid.core.payloads import Payloads
 from wikid.core.resolve import FileIndex, alias_key, file_key, link_keys, resolve
@@ -48,21 +56,26 @@ CANVAS_KINDS = frozenset(["canvas", "canvas-edge"])
 TAG = "tag:"
 
 
-def _note_attrs(note: Note) -> Attrs:
-    return {
-        "kind": "canvas" if is_canvas(note.path) else "note",
-        "title": note.title,
-        "aliases": list(note.aliases),
-        "tags": list(note.tags),
-        "path": note.path,
-        "type": note.type,
-        "summary": note.summary,
-        "error": note.error,
-    }
+def _note_attrs(note: Note, conflict_of: str | None) -> Attrs:
+    """A note's node attributes, sparse (``edges.NODE_DEFAULTS``); its aliases and tags
+    are the note's own tuples, not copies."""
+    return node_attrs(
+        {
+            "kind": "canvas" if is_canvas(note.path) else "note",
+            "title": note.title,
+            "aliases": note.aliases,
+            "tags": note.tags,
+            "path": note.path,
+            "type": note.type,
+            "summary": note.summary,
+            "error": note.error,
+            "conflict_of": conflict_of,
+        }
+    )
 
 
 def _plain_attrs(kind: str, title: str, path: str | None) -> Attrs:
-    return {"kind": kind, "title": title, "aliases": [], "tags": [], "path": path}
+    return node_attrs({"kind": kind, "title": title, "path": path})
 
 
 class VaultGraph(HeldNotes, ReadsChanges):
@@ -283,7 +296,7 @@ class VaultGraph(HeldNotes, ReadsChanges):
                 self._errors[f] = note.error
             self.g.add_node(f)
             self.g.nodes[f].clear()
-            self.g.nodes[f].update(_note_attrs(note), conflict_of=self.conflicts.get(f))
+            self.g.nodes[f].update(_note_attrs(note, self.conflicts.get(f)))
         for f, exists in attach_new.items():
             copy = self._track_conflict(f, exists)
             if exists:
