@@ -147,3 +147,37 @@ def test_parser_is_linear_on_adversarial_lines(text: str) -> None:
     scan(text)
     scan("\n".join([text[:5000]] * 40))
     assert time.process_time() - start < 10
+
+
+def test_many_links_between_one_pair_cost_linear_time(tmp_path: Path) -> None:
+    """A pair's links are one tuple (``core.edges.LinkGraph``): a note that links one
+    target n times, and a canvas that joins the same two cards n / 5 times, are linked,
+    updated and unlinked in time linear in n. Made again a link at a time, the tuple
+    was quadratic: 4x the links took ~16x the time, not ~4x."""
+    from test_graph_invariant import _canvas_text
+
+    from wikid.testing import assert_same, snapshot
+
+    def cycle(root: Path, n: int) -> float:
+        write(root, "B.md", "target\n")
+        write(root, "C.md", "another\n")
+        write(root, "A.md", "[[B]] " * n)
+        write(root, "Board.canvas", _canvas_text(["B.md", "C.md"], [], [(0, 1, False)] * (n // 5)))
+        start = time.process_time()
+        vg = VaultGraph.load(root)
+        assert len(vg.g.between("A.md", "B.md")) == n
+        assert len(vg.g.between("B.md", "C.md")) == n // 5
+        write(root, "A.md", "[[B]] " * (n - 1) + "[[C]]")
+        write(root, "Board.canvas", _canvas_text(["B.md", "C.md"], [], [(0, 1, True)] * (n // 5)))
+        vg.update(["A.md", "Board.canvas"])
+        (root / "A.md").unlink()
+        (root / "Board.canvas").unlink()
+        vg.update(["A.md", "Board.canvas"])
+        took = time.process_time() - start
+        assert not vg.g.succ["B.md"] and not vg.g.pred["B.md"]
+        assert_same(snapshot(vg), snapshot(VaultGraph.load(root)))
+        return took
+
+    small = cycle(tmp_path / "small", 20_000)
+    big = cycle(tmp_path / "big", 80_000)
+    assert big < 8 * small + 1, (small, big)

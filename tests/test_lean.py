@@ -151,11 +151,10 @@ def test_an_edge_holds_only_what_differs_from_the_defaults(tmp_path: Path) -> No
     from wikid.core.edges import EDGE_DEFAULTS, to_json
 
     vg = VaultGraph.load(_vault(tmp_path / "vault"))
-    link = vg.g.link("Ada.md", "Engine.md", "0")
-    assert link is not None
+    ((*_, link),) = vg.g.links_of([("Ada.md", "Engine.md", "0")])
     assert set(link) == {"kind", "line", "section", "context"}
     assert (link["heading"], link["ambiguous"], link["alias_of"]) == (None, False, None)
-    assert dict(vg.g.link("Engine.md", "tag:machine", "tag:machine") or {}) == {"kind": "tag"}
+    assert vg.g.between("Engine.md", "tag:machine") == [{"kind": "tag"}]
     for *_, d in vg.g.links():
         assert all(k not in EDGE_DEFAULTS or v != EDGE_DEFAULTS[k] for k, v in d.items())
     edge = next(e for e in to_json(vg.g)["edges"] if e["source"] == "Ada.md")

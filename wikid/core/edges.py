@@ -8,7 +8,8 @@ without it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import itertools
+from collections.abc import Callable, Container, Iterable, Iterator
 from typing import Any
 
 import networkx as nx
@@ -86,16 +87,16 @@ class LinkGraph(nx.DiGraph):  # type: ignore[misc]
     one-link tuple takes 56, and nearly every pair has one link (146k pairs and 147k
     links in a generated 50k-note vault: 26 MB of key dicts, measured). The pair-level
     API (``succ``, ``pred``, ``in_edges(n)``, ``has_edge(u, v)``, ``remove_node``) is
-    networkx's; a link is read with ``links_out``, ``links_in``, ``links`` and ``link``,
-    and written with ``add_link`` and ``remove_link`` only (``add_edge`` would store a
-    dict where a tuple belongs, so it raises). An attribute dict is never changed in
-    place, so links with equal attributes share one (``EdgeAttrs``): the links of one
-    line, every tag edge."""
+    networkx's. Links are read with ``links_out``, ``links_in``, ``links``, ``links_of``
+    and ``between``, and written with ``add_links``, ``remove_links`` and
+    ``remove_links_out`` only (``add_edge`` would store a dict where a tuple belongs, so
+    it raises). An attribute dict is never changed in place, so links with equal
+    attributes share one (``EdgeAttrs``): the links of one line, every tag edge."""
 
     node_attr_dict_factory = NodeAttrs
 
     def add_edge(self, u: str, v: str, **attr: Any) -> None:
-        raise TypeError("LinkGraph holds links: use add_link(u, v, key, attrs)")
+        raise TypeError("LinkGraph holds links: use add_links([(u, v, key, attrs)])")
 
     def _put(self, u: str, v: str, links: tuple[Any, ...]) -> None:
         if links:
@@ -103,37 +104,48 @@ class LinkGraph(nx.DiGraph):  # type: ignore[misc]
         elif v in self._succ[u]:
             del self._succ[u][v], self._pred[v][u]
 
-    def add_link(self, u: str, v: str, key: str, attrs: EdgeAttrs) -> None:
-        """Add the link ``key`` from ``u`` to ``v`` holding ``attrs`` itself, not a copy
-        (a link of that key already there is replaced). Missing nodes are added bare,
-        as networkx adds them."""
-        for n in (u, v):
-            if n not in self._node:
-                self.add_node(n)
-        held = self._succ[u].get(v, ())
-        self._put(u, v, (*_without(held, key), key, attrs))
+    def add_links(self, links: Iterable[Link]) -> None:
+        """Add links, each ``(source, target, key, attrs)`` holding ``attrs`` itself, not
+        a copy; every pair's tuple is made once, so a note that links one target 100,000
+        times costs linear time, where a tuple made again for each link was quadratic.
+        A key given twice, or already there, keeps the last attributes given. Missing
+        nodes are added bare, as networkx adds them."""
+        new: dict[tuple[str, str], dict[str, EdgeAttrs]] = {}
+        for u, v, key, attrs in links:
+            new.setdefault((u, v), {})[key] = attrs
+        for (u, v), keyed in new.items():
+            for n in (u, v):
+                if n not in self._node:
+                    self.add_node(n)
+            kept = _without(self._succ[u].get(v, ()), keyed)
+            self._put(u, v, (*kept, *itertools.chain(*keyed.items())))
 
-    def remove_link(self, u: str, v: str, key: str) -> None:
-        """Remove the link if it is there; the pair goes with its last link."""
-        if u in self._succ and v in self._succ[u]:
-            self._put(u, v, _without(self._succ[u][v], key))
+    def remove_links(self, links: Iterable[tuple[str, str, str]]) -> None:
+        """Remove the links ``(source, target, key)`` that are there, each pair's tuple
+        made once (a pair goes with its last link)."""
+        for (u, v), keys in _by_pair(links).items():
+            if u in self._succ and v in self._succ[u]:
+                self._put(u, v, _without(self._succ[u][v], keys))
 
     def remove_links_out(self, u: str, keep: Callable[[EdgeAttrs], bool]) -> None:
         """Remove every link out of ``u`` except those ``keep`` holds."""
         for v, held in list(self._succ[u].items()):
-            kept: tuple[Any, ...] = ()
-            for i in range(0, len(held), 2):
-                if keep(held[i + 1]):
-                    kept += held[i : i + 2]
+            kept = tuple(
+                itertools.chain(
+                    *(held[i : i + 2] for i in range(0, len(held), 2) if keep(held[i + 1]))
+                )
+            )
             if len(kept) != len(held):
                 self._put(u, v, kept)
 
-    def link(self, u: str, v: str, key: str) -> EdgeAttrs | None:
-        held = self._succ.get(u, {}).get(v, ())
-        for i in range(0, len(held), 2):
-            if held[i] == key:
-                return held[i + 1]  # type: ignore[no-any-return]
-        return None
+    def links_of(self, links: Iterable[tuple[str, str, str]]) -> Iterator[Link]:
+        """Those of the links ``(source, target, key)`` that are there, with their
+        attributes: each pair read once."""
+        for (u, v), keys in _by_pair(links).items():
+            held = self._succ.get(u, {}).get(v, ())
+            for i in range(0, len(held), 2):
+                if held[i] in keys:
+                    yield u, v, held[i], held[i + 1]
 
     def between(self, u: str, v: str) -> list[EdgeAttrs]:
         """The attributes of every link from ``u`` to ``v``."""
@@ -157,11 +169,17 @@ class LinkGraph(nx.DiGraph):  # type: ignore[misc]
         return sum(len(held) // 2 for nbrs in self._succ.values() for held in nbrs.values())
 
 
-def _without(held: tuple[Any, ...], key: str) -> tuple[Any, ...]:
-    for i in range(0, len(held), 2):
-        if held[i] == key:
-            return held[:i] + held[i + 2 :]
-    return held
+def _without(held: tuple[Any, ...], keys: Container[str]) -> tuple[Any, ...]:
+    """A pair's flat tuple without the links of ``keys``."""
+    kept = (held[i : i + 2] for i in range(0, len(held), 2) if held[i] not in keys)
+    return tuple(itertools.chain(*kept))
+
+
+def _by_pair(links: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str], set[str]]:
+    pairs: dict[tuple[str, str], set[str]] = {}
+    for u, v, key in links:
+        pairs.setdefault((u, v), set()).add(key)
+    return pairs
 
 
 TAG_ATTRS = EdgeAttrs(kind="tag")  # every tag edge's

@@ -32,6 +32,7 @@ from wikid.core.delta import Attrs, Delta, EdgeKey, diff
 from wikid.core.edges import (
     TAG_ATTRS,
     EdgeAttrs,
+    Link,
     LinkGraph,
     edge_key,
     link_attrs,
@@ -214,8 +215,7 @@ class VaultGraph(HeldNotes, ReadsChanges):
         for s in affected:
             if s in self.g:  # its out-edges, except those a canvas owns
                 self.g.remove_links_out(s, keep=lambda d: "owner" in d)
-            for u, v, k in self._owned.pop(s, []):
-                self.g.remove_link(u, v, k)
+            self.g.remove_links(self._owned.pop(s, ()))
         self._apply_files(notes_new, attach_new)
         for s in affected:
             if s in self.notes:
@@ -270,11 +270,9 @@ class VaultGraph(HeldNotes, ReadsChanges):
                 for u, v, k, d in self.g.links_out(s):
                     edges[(u, v, k)] = dict(d)
                     touched.add(v)
-            for u, v, k in self._owned.get(s, ()):
-                held = self.g.link(u, v, k)
-                if held is not None:
-                    edges[(u, v, k)] = dict(held)
-                    touched.update((u, v))
+            for u, v, k, d in self.g.links_of(self._owned.get(s, ())):
+                edges[(u, v, k)] = dict(d)
+                touched.update((u, v))
         return edges
 
     def _apply_files(self, notes_new: dict[str, Note | None], attach_new: dict[str, bool]) -> None:
@@ -323,6 +321,7 @@ class VaultGraph(HeldNotes, ReadsChanges):
         note = self.payload(source)
         keys: set[str] = set()
         shared: dict[tuple[tuple[str, Any], ...], EdgeAttrs] = {}  # equal attrs, one dict
+        out: list[Link] = []  # added at once: ``LinkGraph.add_links``
         for i, link in enumerate(note.links):
             keys |= link_keys(link.target, source)
             r = resolve(self.index, link.target, source)
@@ -335,13 +334,14 @@ class VaultGraph(HeldNotes, ReadsChanges):
                 target = r.path
             attrs = link_attrs(link, r)
             held = shared.setdefault(tuple(attrs.items()), EdgeAttrs(attrs))
-            self.g.add_link(source, target, edge_key(i), held)
+            out.append((source, target, edge_key(i), held))
         for tag in note.tags:
             tid = TAG + tag.lower()
             if tid not in self.g:
                 self.g.add_node(tid, **_plain_attrs("tag", tag.lower(), None))
                 self._created.add(tid)
-            self.g.add_link(source, tid, tid, TAG_ATTRS)
+            out.append((source, tid, tid, TAG_ATTRS))
+        self.g.add_links(out)
         keys |= self._join(source, note)
         self._set_deps(source, keys)
 
@@ -351,6 +351,7 @@ class VaultGraph(HeldNotes, ReadsChanges):
         resolutions depend on."""
         keys: set[str] = set()
         owned: list[EdgeKey] = []
+        joined: list[Link] = []
         title = note.title
         for j, (a, b, label) in enumerate(note.joins):
             keys |= link_keys(a, source) | link_keys(b, source)
@@ -366,8 +367,9 @@ class VaultGraph(HeldNotes, ReadsChanges):
                 "context": context,
                 "owner": source,
             }
-            self.g.add_link(ra.path, rb.path, key, EdgeAttrs(sparse(attrs)))
+            joined.append((ra.path, rb.path, key, EdgeAttrs(sparse(attrs))))
             owned.append((ra.path, rb.path, key))
+        self.g.add_links(joined)
         if owned:
             self._owned[source] = owned
         return keys
