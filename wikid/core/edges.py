@@ -9,7 +9,7 @@ without it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import networkx as nx
@@ -72,7 +72,7 @@ class NodeAttrs(dict[str, Any]):
 
 def node_attrs(attrs: Attrs) -> Attrs:
     """``attrs`` without what ``NODE_DEFAULTS`` says anyway."""
-    return {k: v for k, v in attrs.items() if k not in NODE_DEFAULTS or NODE_DEFAULTS[k] != v}
+    return _without_defaults(attrs, NODE_DEFAULTS)
 
 
 Link = tuple[str, str, str, EdgeAttrs]  # (source, target, key, attributes)
@@ -117,24 +117,20 @@ class LinkGraph(nx.DiGraph):  # type: ignore[misc]
             for n in (u, v):
                 if n not in self._node:
                     self.add_node(n)
-            kept = _without(self._succ[u].get(v, ()), keyed)
-            self._put(u, v, (*kept, *itertools.chain(*keyed.items())))
+            kept = [(k, a) for k, a in _pairs(self._succ[u].get(v, ())) if k not in keyed]
+            self._put(u, v, _flat([*kept, *keyed.items()]))
 
     def remove_links(self, links: Iterable[tuple[str, str, str]]) -> None:
         """Remove the links ``(source, target, key)`` that are there, each pair's tuple
         made once (a pair goes with its last link)."""
         for (u, v), keys in _by_pair(links).items():
             if u in self._succ and v in self._succ[u]:
-                self._put(u, v, _without(self._succ[u][v], keys))
+                self._put(u, v, _flat((k, a) for k, a in _pairs(self._succ[u][v]) if k not in keys))
 
     def remove_links_out(self, u: str, keep: Callable[[EdgeAttrs], bool]) -> None:
         """Remove every link out of ``u`` except those ``keep`` holds."""
         for v, held in list(self._succ[u].items()):
-            kept = tuple(
-                itertools.chain(
-                    *(held[i : i + 2] for i in range(0, len(held), 2) if keep(held[i + 1]))
-                )
-            )
+            kept = _flat((k, a) for k, a in _pairs(held) if keep(a))
             if len(kept) != len(held):
                 self._put(u, v, kept)
 
@@ -142,10 +138,9 @@ class LinkGraph(nx.DiGraph):  # type: ignore[misc]
         """Those of the links ``(source, target, key)`` that are there, with their
         attributes: each pair read once."""
         for (u, v), keys in _by_pair(links).items():
-            held = self._succ.get(u, {}).get(v, ())
-            for i in range(0, len(held), 2):
-                if held[i] in keys:
-                    yield u, v, held[i], held[i + 1]
+            for k, a in _pairs(self._succ.get(u, {}).get(v, ())):
+                if k in keys:
+                    yield u, v, k, a
 
     def between(self, u: str, v: str) -> list[EdgeAttrs]:
         """The attributes of every link from ``u`` to ``v``."""
@@ -153,13 +148,13 @@ class LinkGraph(nx.DiGraph):  # type: ignore[misc]
 
     def links_out(self, n: str) -> Iterator[Link]:
         for v, held in self._succ[n].items():
-            for i in range(0, len(held), 2):
-                yield n, v, held[i], held[i + 1]
+            for k, a in _pairs(held):
+                yield n, v, k, a
 
     def links_in(self, n: str) -> Iterator[Link]:
         for u, held in self._pred[n].items():
-            for i in range(0, len(held), 2):
-                yield u, n, held[i], held[i + 1]
+            for k, a in _pairs(held):
+                yield u, n, k, a
 
     def links(self) -> Iterator[Link]:
         for u in self._succ:
@@ -169,10 +164,14 @@ class LinkGraph(nx.DiGraph):  # type: ignore[misc]
         return sum(len(held) // 2 for nbrs in self._succ.values() for held in nbrs.values())
 
 
-def _without(held: tuple[Any, ...], keys: Container[str]) -> tuple[Any, ...]:
-    """A pair's flat tuple without the links of ``keys``."""
-    kept = (held[i : i + 2] for i in range(0, len(held), 2) if held[i] not in keys)
-    return tuple(itertools.chain(*kept))
+def _pairs(held: tuple[Any, ...]) -> Iterator[tuple[str, EdgeAttrs]]:
+    """A pair's links, (key, attrs) each, from its flat tuple."""
+    return zip(held[::2], held[1::2], strict=True)
+
+
+def _flat(links: Iterable[tuple[str, EdgeAttrs]]) -> tuple[Any, ...]:
+    """A pair's flat tuple from its links, (key, attrs) each."""
+    return tuple(itertools.chain.from_iterable(links))
 
 
 def _by_pair(links: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str], set[str]]:
@@ -186,7 +185,12 @@ TAG_ATTRS = EdgeAttrs(kind="tag")  # every tag edge's
 
 
 def sparse(attrs: Attrs) -> Attrs:
-    return {k: v for k, v in attrs.items() if k not in EDGE_DEFAULTS or EDGE_DEFAULTS[k] != v}
+    """``attrs`` without what ``EDGE_DEFAULTS`` says anyway."""
+    return _without_defaults(attrs, EDGE_DEFAULTS)
+
+
+def _without_defaults(attrs: Attrs, defaults: dict[str, Any]) -> Attrs:
+    return {k: v for k, v in attrs.items() if k not in defaults or defaults[k] != v}
 
 
 _KEYS = tuple(str(i) for i in range(1024))

@@ -350,7 +350,6 @@ class VaultGraph(HeldNotes, ReadsChanges):
         file, owned by the canvas, when both resolve to a file. Returns the keys the
         resolutions depend on."""
         keys: set[str] = set()
-        owned: list[EdgeKey] = []
         joined: list[Link] = []
         title = note.title
         for j, (a, b, label) in enumerate(note.joins):
@@ -368,10 +367,9 @@ class VaultGraph(HeldNotes, ReadsChanges):
                 "owner": source,
             }
             joined.append((ra.path, rb.path, key, EdgeAttrs(sparse(attrs))))
-            owned.append((ra.path, rb.path, key))
         self.g.add_links(joined)
-        if owned:
-            self._owned[source] = owned
+        if joined:
+            self._owned[source] = [(u, v, k) for u, v, k, _ in joined]
         return keys
 
     def _set_deps(self, source: str, keys: set[str]) -> None:
