@@ -154,7 +154,8 @@ def questions(notes: list[str], n: int) -> list[str]:
     """``n`` questions: half about two words (of the vault's vocabulary's middle ranks,
     where a question's words are), half about a note by its title."""
     rng = random.Random(5)
-    words = vocabulary()[0][100:3000]
+    vocab = vocabulary()[0]  # the built-in list, short, when the shared vaults are absent
+    words = vocab[min(100, len(vocab) // 4) : 3000]
     out = []
     for i in range(n):
         if i % 2:
@@ -252,6 +253,16 @@ def one(
 ) -> list[tuple[str, str]]:
     notes = sorted(p.relative_to(vault).as_posix() for p in vault.rglob("*.md"))
     d = DaemonProc(vault, tmp, env={"WIKID_DEBOUNCE_MS": "300", "WIKID_STALL_MS": "100"})
+    try:
+        return _measured(name, d, vault, notes, edits, nq, cold_cache)
+    finally:  # a failed step must not leave a daemon embedding beside the next run
+        if d.proc is not None and d.proc.poll() is None:
+            d.kill()
+
+
+def _measured(
+    name: str, d: DaemonProc, vault: Path, notes: list[str], edits: int, nq: int, cold_cache: bool
+) -> list[tuple[str, str]]:
     cold = start_and_watch(d, edit=lambda i: edits_visible(d, vault, notes, 1, i, "Cold"))
     d.settle()
     time.sleep(5)
