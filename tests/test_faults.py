@@ -104,7 +104,10 @@ def test_the_kernel_dropping_events_is_noticed_and_rescanned(tmp_path: Path) -> 
         for i in range(300):
             (vault / f"burst-{i:03d}.md").write_text(f"# Burst {i}\n\nSee [[Welcome]].\n")
         status = d.wait_for(lambda s: s["watcher"]["overflows"] >= 1, timeout=120)
-        status = d.wait_for(lambda s: s["notes"] == 306 and s["queue"] == 0, timeout=300)
+        # Not busy: a stop cuts a batch still embedding (the rescan's).
+        status = d.wait_for(
+            lambda s: s["notes"] == 306 and s["queue"] == 0 and not s["busy"], timeout=300
+        )
         assert status["watcher"]["overflows"] >= 1
         assert "queue overflowed" in d.log.read_text()
         assert d.stop() == 0

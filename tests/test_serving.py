@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import time
 from collections.abc import Iterator
@@ -175,6 +176,42 @@ def test_a_stop_during_the_first_sync_ends_it_and_the_next_start_goes_on(tmp_pat
     )
 
 
+def test_a_stop_during_a_long_batch_cuts_it_and_the_next_start_goes_on(tmp_path: Path) -> None:
+    """``wikid stop`` while a batch after the first sync embeds (a folder of 150 notes
+    moved in, as a branch switch brings thousands) stops the daemon at the batch's next
+    model call, not after its embedding. The batch is not written and the graph not
+    saved; the next start goes on from the parse cache as after a crash, reads the new
+    notes, embeds only what was not cached yet, and ends equal to a fresh build."""
+    vault = tmp_path / "vault"
+    write(vault, "Start.md", "# Start\nLinks to [[incoming/N000]].\n")
+    time.sleep(2.1)  # past the racy window: the next start may trust its stat
+    d = DaemonProc(vault, tmp_path).start()
+    os.rename(_vault(tmp_path / "incoming", 150), vault / "incoming")  # one batch
+    deadline = time.monotonic() + 600
+    while True:  # the batch is embedding, with most of its texts still ahead
+        assert time.monotonic() < deadline, "the batch never started embedding"
+        s = d.call("status")
+        if s["busy"] and (s.get("progress") or {}).get("done"):
+            assert s["progress"]["done"] < s["progress"]["total"] / 2, s["progress"]
+            break
+        time.sleep(0.05)
+    total = s["progress"]["total"]
+    assert d.stop() == 0
+    assert not [e for e in _events(d.log, "batch") if e["notes_changed"] >= 150], "it waited"
+    assert not list(d.workdir.glob("*/wikid-graph.pickle")), "the graph ahead was saved"
+    d.start(timeout=600)
+    d.settle()
+    _, resumed = _events(d.log, "initial sync")
+    assert resumed["start"] == "parse cache" and resumed["graph"] == "parse cache", resumed
+    assert resumed["read"] == 150, resumed  # the new notes, from their files: not Start.md
+    assert 0 < resumed["embedded"] < total, resumed  # what the cut batch embedded is cached
+    d.stop()
+    assert_same_store(
+        asyncio.run(export_workdir(d.workdir)),
+        asyncio.run(fresh_export(vault, seed_vectors=ledger_path(d.workdir))),
+    )
+
+
 def test_meaning_search_is_ready_before_the_links_are_embedded(tmp_path: Path) -> None:
     """A cold start embeds chunks and notes first, the links' texts last: once every
     chunk and entity is in, ``status`` says ``meaning_ready`` (before ``ready``) with
@@ -190,7 +227,11 @@ def test_meaning_search_is_ready_before_the_links_are_embedded(tmp_path: Path) -
         )
         words = " ".join(rng.choice(WORDS) for _ in range(40))
         write(tmp_path / "vault", f"M{i:03d}.md", f"# Note {i}\nMarker zq{i}x {words}\n\n{links}\n")
-    write(tmp_path / "vault", "Orchard.md", "Pruning apple trees in late winter keeps them fruiting.\n")
+    write(
+        tmp_path / "vault",
+        "Orchard.md",
+        "Pruning apple trees in late winter keeps them fruiting.\n",
+    )
     d = DaemonProc(tmp_path / "vault", tmp_path).start(wait=False)
     seen = None
     try:

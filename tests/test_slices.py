@@ -138,9 +138,9 @@ def test_stopping_raises_and_leaves_nothing_running() -> None:
         raise AssertionError("no edit was waiting")
 
     async def main() -> None:
-        live = Live(lambda: False, no_edit, lambda: ("written", 1) in r.events)
+        live = Live(lambda: False, no_edit)
         with pytest.raises(Stopped):
-            await run(6, r.steps(), Tally(6, None), live)
+            await run(6, r.steps(), Tally(6, None), live, lambda: ("written", 1) in r.events)
         assert r.planning == 0 and r.embedding == 0
 
     asyncio.run(main())

@@ -82,6 +82,7 @@ class Daemon:
 
     @index.setter
     def index(self, value: Index) -> None:
+        value.stop_when(self.stopping.is_set)  # a stop cuts any batch (``Sink.stopping``)
         self._index = value
 
     @property
@@ -194,7 +195,7 @@ class Daemon:
         self._phase("initial sync")
         async with self.batch_lock:  # queries wait for it (see reads._consistent)
             self.busy = True
-            self.index.let_in(Live(self._live_due, self._live_batch, self.stopping.is_set))
+            self.index.let_in(Live(self._live_due, self._live_batch))
             try:
                 report = await self.index.sync()
             except Stopped:  # cut between two batches: the next start goes on from there
@@ -246,8 +247,9 @@ class Daemon:
         return task
 
     def _report_crash(self, task: asyncio.Task[Any]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("task failed", error=repr(task.exception()))
+        if task.cancelled() or isinstance(task.exception(), Stopped | None):
+            return  # done, or cut by the stop (a rebuild's reconcile): no failure
+        log.error("task failed", error=repr(task.exception()))
 
     async def _watchdog(self, interval: float) -> None:
         while True:
@@ -288,6 +290,8 @@ class Daemon:
                     backoff = 1.0
                     self._extract_wake.set()
                     break
+                except Stopped:  # cut by the stop: the next start reconciles from there
+                    return
                 except VaultMissing as exc:  # remove nothing; wait for the folder to return
                     self._pause(str(exc))
                     await asyncio.sleep(2.0)

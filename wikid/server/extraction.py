@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from wikid.sync.index import Index
+from wikid.sync.slices import Stopped
 
 log = structlog.get_logger("wikid")
 EXTRACT_SLICE = 64  # extraction calls per written batch on a cold start
@@ -36,6 +37,8 @@ async def extraction_loop(
         wake.clear()
         try:
             await _once(index, wake, lock, written)
+        except Stopped:  # the daemon is stopping: no failure to report
+            return
         except Exception as exc:
             failed(exc)
 

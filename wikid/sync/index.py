@@ -156,7 +156,9 @@ class Index(Extracting):
 
     async def close(self) -> None:
         try:
-            if self.synced and self.extractor is None:
+            # Not after a cut batch (``Sink.stopping``): the graph is ahead of the store,
+            # and the next start goes on from the parse cache, as after a crash.
+            if self.synced and self.extractor is None and not self.sink.cut:
                 await asyncio.to_thread(self._save_graph)
             await self.store.close()
         finally:
@@ -213,6 +215,13 @@ class Index(Extracting):
         """Call ``callback()`` when the first sync has made links and search usable, before
         the store is fully embedded (at once when the sync starts from the parse cache)."""
         self.sink.on_search_ready = callback
+
+    def stop_when(self, stopping: Callable[[], bool]) -> None:
+        """Cut any batch at its next model call, and a full reconcile at its next slice,
+        once ``stopping()`` (the daemon's stop): nothing of the batch is written (its
+        texts embedded so far are cached), the graph is not saved, and the next start
+        goes on from what was written, as after a crash (``slices.Stopped``)."""
+        self.sink.stopping = stopping
 
     def let_in(self, live: Live | None) -> None:
         """Edits that a full reconcile lets in between (and during) its long batches, so

@@ -36,7 +36,7 @@ from wikid.sync.jobs import ExtractionJobs
 from wikid.sync.plan import Planned, Planner
 from wikid.sync.records import Mapper, pair
 from wikid.sync.search import SearchIndex
-from wikid.sync.slices import LINKS, MEANING, Live, Steps, Tally
+from wikid.sync.slices import LINKS, MEANING, Live, Steps, Stopped, Tally, never
 from wikid.sync.slices import run as run_slices
 
 log = structlog.get_logger("wikid.sync.sink")
@@ -98,6 +98,11 @@ class Sink:
         # served while the first sync goes on) takes it too.
         self.writing = asyncio.Lock()
         self.live: Live | None = None  # the daemon's edits, let in during a full reconcile
+        # The daemon's stop: every batch's embedding ends at its next model call, not
+        # minutes later (a branch switch of 3,000 notes), and a full reconcile at its
+        # next slice (``Stopped``).
+        self.stopping: Callable[[], bool] = never
+        self.cut = False  # a batch was cut: the graph is ahead of the store
         self._reconciling = False
         self.jobs = ExtractionJobs(vg, self.mapper, store.ledger, self.implicit)
         self.planner = Planner(vg, store.ledger, self.mapper, self.implicit)
@@ -190,7 +195,10 @@ class Sink:
         try:
             kinds = ((MEANING, meaning), (LINKS, parts - meaning))
             tally = Tally(parts, shown, kinds, guesses={LINKS: len(ps)})  # a text a pair
-            done = await run_slices(parts, steps, tally, self.live)
+            done = await run_slices(parts, steps, tally, self.live, self.stopping)
+        except Stopped:
+            self.cut = True
+            raise
         finally:
             self.store.progress, self._reconciling = shown, False
             self.mapper.keep()
@@ -316,7 +324,10 @@ class Sink:
         # graph and ledger reads, in a worker thread so that the loop keeps answering
         # (the graph is not changed while a batch runs; SQLite serialises the reads).
         planned = await asyncio.to_thread(self.planner.plan, nodes, pairs, notes, force, files)
-        embedded = await self.store.embed_ahead(planned.ops, None, self.store.progress)
+        embedded = await self.store.embed_ahead(planned.ops, self.stopping, self.store.progress)
+        if embedded is None:  # nothing written: the next start goes on as after a crash
+            self.cut = True
+            raise Stopped
         await self._write(planned, searched)
         return BatchReport(
             writes=planned.ops.counts(),

@@ -135,9 +135,10 @@ class _Plan(Generic[P]):
 
 
 class Stopped(Exception):
-    """A full reconcile ended early, the daemon stopping. Its slices are whole batches, its
-    texts cached, and the parse cache untrusted (``restart.META_KEY``): the next start
-    reconciles again and goes on from there."""
+    """A batch or a full reconcile ended early, the daemon stopping. What was written is
+    whole batches and the texts embedded are cached. After a cut full reconcile the
+    parse cache is untrusted (``restart.META_KEY``), so the next start reconciles again;
+    after a cut batch it goes on from the parse cache, as after a crash."""
 
 
 @dataclass
@@ -145,33 +146,42 @@ class Live:
     """Edits saved during a full reconcile: ``waiting()`` says a batch of them is due,
     ``run()`` applies it as an ordinary batch. The reconcile lets them in whenever no
     plan runs and no slice is being written, even while a slice embeds, so a fresh edit
-    never waits behind a cold backlog. ``stopping()`` ends the reconcile (``Stopped``):
-    a cold 13k store embeds for 10 minutes, longer than anyone (or systemd) waits for a
-    stop."""
+    never waits behind a cold backlog."""
 
     waiting: Callable[[], bool]
     run: Callable[[], Awaitable[None]]
-    stopping: Callable[[], bool] = lambda: False
+
+
+def never() -> bool:
+    """The stop signal of a run that nothing stops (``wikid index``, the tests)."""
+    return False
 
 
 POLL_S = 0.05  # how often a wait for an embedding looks for a waiting edit
 
 
-async def run(parts: int, steps: Steps[P], tally: Tally, live: Live | None) -> Outcome:
+async def run(
+    parts: int,
+    steps: Steps[P],
+    tally: Tally,
+    live: Live | None,
+    stopping: Callable[[], bool] = never,
+) -> Outcome:
     """Run slices ``0 .. parts - 1``: slice ``i + 1`` is planned while slice ``i``
     embeds, and embeds while slice ``i`` is written. ``live`` edits go in whenever no
     plan runs and nothing is being written; a slice's embedding goes on meanwhile, and
     a slice planned before an edit is planned again once its texts are embedded (those
     the edit did not change are cached by then), so each slice is planned again at most
-    once however many edits came: an edit does not cost a plan. ``live.stopping()``
-    ends the run (``Stopped``)."""
+    once however many edits came: an edit does not cost a plan. ``stopping()`` ends
+    the run (``Stopped``): a cold 13k store embeds for 10 minutes, longer than anyone
+    (or systemd) waits for a stop."""
     started = time.perf_counter()
     out = Outcome()
     halt = [False]  # set on the way out: an embedding stops at its next call
     edits = [0]
 
     def stop() -> bool:
-        return halt[0] or (live is not None and live.stopping())
+        return halt[0] or stopping()
 
     async def plan(i: int) -> _Plan[P]:
         made_after = edits[0]
@@ -199,7 +209,7 @@ async def run(parts: int, steps: Steps[P], tally: Tally, live: Live | None) -> O
 
     async def admit() -> bool:
         """Let a waiting edit in (the caller knows no plan runs); True if one went in."""
-        if live is None or not live.waiting() or live.stopping():
+        if live is None or not live.waiting() or stopping():
             return False
         await live.run()
         edits[0] += 1
@@ -240,7 +250,7 @@ async def run(parts: int, steps: Steps[P], tally: Tally, live: Live | None) -> O
                 embedding = embed(nxt)
             for kind, n in (await steps.write(cur.planned)).items():
                 out.writes[kind] = out.writes.get(kind, 0) + n
-            if live is not None and live.stopping():
+            if stopping():
                 raise Stopped
             if nxt is not None:
                 if steps.stale(cur.planned, nxt.planned):
