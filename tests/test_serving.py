@@ -186,26 +186,28 @@ def test_a_stop_during_a_long_batch_cuts_it_and_the_next_start_goes_on(tmp_path:
     write(vault, "Start.md", "# Start\nLinks to [[incoming/N000]].\n")
     time.sleep(2.1)  # past the racy window: the next start may trust its stat
     d = DaemonProc(vault, tmp_path).start()
-    os.rename(_vault(tmp_path / "incoming", 150), vault / "incoming")  # one batch
-    deadline = time.monotonic() + 600
-    while True:  # the batch is embedding, with most of its texts still ahead
-        assert time.monotonic() < deadline, "the batch never started embedding"
-        s = d.call("status")
-        if s["busy"] and (s.get("progress") or {}).get("done"):
-            assert s["progress"]["done"] < s["progress"]["total"] / 2, s["progress"]
-            break
-        time.sleep(0.05)
-    total = s["progress"]["total"]
-    assert d.stop() == 0
-    assert not [e for e in _events(d.log, "batch") if e["notes_changed"] >= 150], "it waited"
-    assert not list(d.workdir.glob("*/wikid-graph.pickle")), "the graph ahead was saved"
-    d.start(timeout=600)
-    d.settle()
-    _, resumed = _events(d.log, "initial sync")
-    assert resumed["start"] == "parse cache" and resumed["graph"] == "parse cache", resumed
-    assert resumed["read"] == 150, resumed  # the new notes, from their files: not Start.md
-    assert 0 < resumed["embedded"] < total, resumed  # what the cut batch embedded is cached
-    d.stop()
+    try:
+        os.rename(_vault(tmp_path / "incoming", 150), vault / "incoming")  # one batch
+        deadline = time.monotonic() + 600
+        while True:  # the batch is embedding, with most of its texts still ahead
+            assert time.monotonic() < deadline, "the batch never started embedding"
+            s = d.call("status")
+            if s["busy"] and (s.get("progress") or {}).get("done"):
+                assert s["progress"]["done"] < s["progress"]["total"] / 2, s["progress"]
+                break
+            time.sleep(0.05)
+        total = s["progress"]["total"]
+        assert d.stop() == 0
+        assert not [e for e in _events(d.log, "batch") if e["notes_changed"] >= 150], "it waited"
+        assert not list(d.workdir.glob("*/wikid-graph.pickle")), "the graph ahead was saved"
+        d.start(timeout=600)
+        d.settle()
+        _, resumed = _events(d.log, "initial sync")
+        assert resumed["start"] == "parse cache" and resumed["graph"] == "parse cache", resumed
+        assert resumed["read"] == 150, resumed  # the new notes, from their files: not Start.md
+        assert 0 < resumed["embedded"] < total, resumed  # what the cut batch embedded is cached
+    finally:  # a failed step must not leave the daemon running
+        d.stop()
     assert_same_store(
         asyncio.run(export_workdir(d.workdir)),
         asyncio.run(fresh_export(vault, seed_vectors=ledger_path(d.workdir))),
