@@ -290,7 +290,7 @@ class Daemon:
                     backoff = 1.0
                     self._extract_wake.set()
                     break
-                except Stopped:  # cut by the stop: the next start reconciles from there
+                except Stopped:  # cut by the stop: the next start goes on from there
                     return
                 except VaultMissing as exc:  # remove nothing; wait for the folder to return
                     self._pause(str(exc))
@@ -320,6 +320,8 @@ class Daemon:
         paths = self.watcher.take()
         try:
             await self._apply(paths, rescan=False)
+        except Stopped:  # cut by the stop, as the first sync is
+            raise
         except Exception as exc:
             self._live_failed = True
             self.watcher.add(sorted(paths))
