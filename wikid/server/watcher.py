@@ -27,7 +27,20 @@ import time
 from pathlib import Path
 
 import structlog
-from watchdog.events import EVENT_TYPE_EVENTS_LOST, FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    EVENT_TYPE_EVENTS_LOST,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    EventsLostEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from wikid.core.vault import VaultFilter
@@ -41,6 +54,23 @@ def quiet_needed(first: float, last: float, window: float) -> float:
     less than ``QUICK_S`` is one save; a longer one waits for the whole window."""
     quick = min(QUICK_S, window)
     return quick if last - first < quick else window
+
+
+# What the kernel is asked to report: changes, never a file opened or closed unwritten.
+# Those were two events for each file wikid itself reads (a rescan reads every changed
+# note), dropped here but first put in the kernel's queue, which they overflowed: with
+# a 16-event queue a rescan's own reads set off the next rescan, for five minutes.
+EVENTS = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileClosedEvent,
+    FileDeletedEvent,
+    FileMovedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    EventsLostEvent,
+]
 
 
 class Watcher(FileSystemEventHandler):
@@ -66,7 +96,7 @@ class Watcher(FileSystemEventHandler):
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._observer.schedule(self, str(self.root), recursive=True)
+        self._observer.schedule(self, str(self.root), recursive=True, event_filter=EVENTS)
         self._observer.start()
 
     def stop(self) -> None:
@@ -85,8 +115,6 @@ class Watcher(FileSystemEventHandler):
                 self.last_overflow = time.time()
             log.warning("the file-system event queue overflowed; rescanning the vault")
             self.request_rescan()
-            return
-        if event.event_type in ("opened", "closed_no_write"):
             return
         if event.is_directory and event.event_type == "modified":
             # Watchdog adds one for the parent folder to every file's save, create,
