@@ -106,3 +106,21 @@ def test_a_save_in_a_folder_names_the_note_not_the_folder(tmp_path: Path) -> Non
     seen = set().union(*batches)
     assert {"big/n1.md", "big/n2.md", "big/new.md", "big/moved"} <= seen, seen
     assert "big" not in seen, seen
+
+
+def test_a_changed_mode_names_the_note_and_the_folder(tmp_path: Path) -> None:
+    """A note or a folder made readable again (``chmod``) may change what the vault
+    holds: each is named, though no content changed (the kernel is asked only for
+    changes, ``watcher.EVENTS``, and attribute changes are among them)."""
+    folder = tmp_path / "shut"
+    folder.mkdir()
+    (folder / "n.md").write_text("n\n", encoding="utf-8")
+    (tmp_path / "note.md").write_text("note\n", encoding="utf-8")
+
+    def act() -> None:
+        (tmp_path / "note.md").chmod(0o600)
+        folder.chmod(0o700)
+
+    batches = asyncio.run(_batches(tmp_path, 0.5, act, until=3.0))
+    seen = set().union(*batches)
+    assert {"note.md", "shut"} <= seen, seen

@@ -29,10 +29,12 @@ from pathlib import Path
 import structlog
 from watchdog.events import (
     EVENT_TYPE_EVENTS_LOST,
+    DirAttribEvent,
     DirCreatedEvent,
     DirDeletedEvent,
     DirMovedEvent,
     EventsLostEvent,
+    FileAttribEvent,
     FileClosedEvent,
     FileCreatedEvent,
     FileDeletedEvent,
@@ -56,17 +58,25 @@ def quiet_needed(first: float, last: float, window: float) -> float:
     return quick if last - first < quick else window
 
 
-# What the kernel is asked to report: changes, never a file opened or closed unwritten.
-# Those were two events for each file wikid itself reads (a rescan reads every changed
-# note), dropped here but first put in the kernel's queue, which they overflowed: with
-# a 16-event queue a rescan's own reads set off the next rescan, for five minutes.
+# What watchdog passes on: changes (attributes too: a note or folder made readable
+# again), never
+# - a file opened or closed unwritten: two events for each file wikid itself reads (a
+#   rescan reads every changed note), which the kernel's queue held, and overflowed:
+#   with a 16-event queue a rescan's own reads set off the next rescan, for five
+#   minutes;
+# - a folder modified: watchdog adds one for the parent folder to every file's save,
+#   create, delete and move, beside the event naming that file. Queued, the folder was
+#   walked and every note in it read again: 1.3 s a save in a real vault's 1,000-note
+#   folder. A folder created, moved, deleted or whose attributes changed is still named.
 EVENTS = [
     FileCreatedEvent,
     FileModifiedEvent,
+    FileAttribEvent,
     FileClosedEvent,
     FileDeletedEvent,
     FileMovedEvent,
     DirCreatedEvent,
+    DirAttribEvent,
     DirDeletedEvent,
     DirMovedEvent,
     EventsLostEvent,
@@ -115,13 +125,6 @@ class Watcher(FileSystemEventHandler):
                 self.last_overflow = time.time()
             log.warning("the file-system event queue overflowed; rescanning the vault")
             self.request_rescan()
-            return
-        if event.is_directory and event.event_type == "modified":
-            # Watchdog adds one for the parent folder to every file's save, create,
-            # delete and move, beside the event naming that file. Queued, the folder
-            # was walked and every note in it read again: 1.3 s a save in a real
-            # vault's 1,000-note folder. A folder's other events (created, moved,
-            # deleted, attributes changed) still name it.
             return
         paths = [event.src_path, getattr(event, "dest_path", "")]
         rels = [r for r in (self._relative(p) for p in paths if p) if r is not None]
