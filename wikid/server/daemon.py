@@ -198,7 +198,7 @@ class Daemon:
             self.index.let_in(Live(self._live_due, self._live_batch))
             try:
                 report = await self.index.sync()
-            except Stopped:  # cut between two batches: the next start goes on from there
+            except Stopped:  # cut by the stop: the next start goes on from there
                 report = {}
             finally:
                 self.busy = False
