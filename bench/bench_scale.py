@@ -105,8 +105,11 @@ def start_and_watch(
     out: dict[str, Any] = {"serving": None, "meaning": None, "ready": None}
     out |= {"worst_status_ms": 0.0, "peak_rss": 0, "wall": out_wall}
     out["cold_edits"], last_edit = [], 0.0
+    out["peak_at"], phase = (0.0, "starting"), "starting"
     while time.perf_counter() - t0 < timeout:
-        out["peak_rss"] = max(out["peak_rss"], rss(d.proc.pid))
+        resident_now = rss(d.proc.pid)
+        if resident_now > out["peak_rss"]:  # when, and in which phase (the last status's)
+            out["peak_rss"], out["peak_at"] = resident_now, (time.perf_counter() - t0, phase)
         t = time.perf_counter()
         try:
             s = d.call("status")
@@ -115,6 +118,7 @@ def start_and_watch(
             continue
         out["worst_status_ms"] = max(out["worst_status_ms"], (time.perf_counter() - t) * 1000)
         now = time.perf_counter() - t0
+        phase = str(s.get("phase", "")).split(":")[0]
         if s["serving"] and out["serving"] is None:
             out["serving"] = now
         if s.get("meaning_ready") and out["meaning"] is None:
@@ -271,7 +275,8 @@ def _measured(
     print(  # at once: a 50k run that is stopped later still reports its cold start
         f"{name}: serving {cold['serving']:.1f} s, meaning {cold['meaning']:.1f} s, "
         f"fully embedded {cold['ready']:.1f} s, "
-        f"peak {cold['peak_rss'] / 2**20:.0f} MiB, steady {steady}, "
+        f"peak {cold['peak_rss'] / 2**20:.0f} MiB (at {cold['peak_at'][0]:.0f} s, "
+        f"{cold['peak_at'][1]}), steady {steady}, "
         f"worst status {cold['worst_status_ms']:.0f} ms",
         flush=True,
     )
