@@ -119,6 +119,9 @@ def start_and_watch(
         out["worst_status_ms"] = max(out["worst_status_ms"], (time.perf_counter() - t) * 1000)
         now = time.perf_counter() - t0
         phase = str(s.get("phase", "")).split(":")[0]
+        kinds = (s.get("progress") or {}).get("kinds") or {}
+        doing = [k for k, v in kinds.items() if v["done"] < v["total"]]
+        phase += f", embedding {doing[0]}" if doing else ""
         if s["serving"] and out["serving"] is None:
             out["serving"] = now
         if s.get("meaning_ready") and out["meaning"] is None:
